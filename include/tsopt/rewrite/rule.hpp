@@ -1,0 +1,28 @@
+#pragma once
+// A rewrite rule as plain constexpr data: source and target patterns over
+// shared tensor variables (?0, ?1 ...) and parameter variables, and which
+// target value replaces which source output. The generator emits tables of
+// these (rules/generated_rules.hpp); the matcher iterates them.
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "tsopt/spec/dsl.hpp"
+
+namespace tsopt::rewrite {
+
+struct rule {
+    std::string_view name;        // stable, human-readable identifier
+    std::string_view text;        // S-expression form: "(src) => (dst)"
+    std::string_view provenance;  // how it was found and proven
+    std::span<const spec::pattern_node> src;
+    std::span<const spec::pattern_node> dst;
+    // src_out[i] is replaced by dst_out[i]; more than one means a
+    // multi-output rule.
+    std::span<const spec::value_ref> src_out;
+    std::span<const spec::value_ref> dst_out;
+    int num_tensor_vars = 0;
+    int num_param_vars = 0;
+};
+
+}  // namespace tsopt::rewrite

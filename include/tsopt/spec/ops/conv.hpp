@@ -1,0 +1,120 @@
+#pragma once
+// Grouped 2-D convolution (NCHW input, [Cout, Cin/groups, kh, kw] weights;
+// the group count is Cin / weight's Cin), with stride, dilation, same/valid
+// padding and a fused activation; and enlarge, which zero-pads a kernel to a
+// larger (kh, kw), centred, so that convolutions of different kernel sizes can
+// be fused (TASO, MetaFlow Figure 1).
+#include "tsopt/spec/ops/detail.hpp"
+
+namespace tsopt::spec {
+namespace conv2d_p { enum : int { stride_h, stride_w, pad, act, dil_h, dil_w }; }
+namespace enlarge_p { enum : int { kh, kw }; }
+namespace ops {
+
+inline std::string conv2d_shape(const op_params& p, std::span<const shape> in, std::span<shape> out) {
+    using namespace conv2d_p;
+    const shape &x = in[0], &w = in[1];
+    if (x.rank != 4) return detail::cat("input must be NCHW (rank 4), got ", x);
+    if (w.rank != 4) return detail::cat("weight must be [Cout, Cin/groups, kh, kw], got ", w);
+    if (auto e = detail::check_window_params(int(w[2]), int(w[3]), p[stride_h], p[stride_w], p[pad], p[dil_h], p[dil_w]); !e.empty())
+        return e;
+    if (auto e = detail::check_activation(p[act]); !e.empty()) return e;
+    if (w[1] <= 0 || x[1] % w[1] != 0)
+        return detail::cat("input channels ", x[1], " are not a multiple of the weight's input channels ", w[1]);
+    std::int64_t groups = x[1] / w[1];
+    if (w[0] % groups != 0)
+        return detail::cat("output channels ", w[0], " are not a multiple of the group count ", groups);
+    auto pm = static_cast<pad_mode>(p[pad]);
+    std::int64_t oh = detail::window_out(x[2], w[2], p[stride_h], p[dil_h], pm);
+    std::int64_t ow = detail::window_out(x[3], w[3], p[stride_w], p[dil_w], pm);
+    if (oh <= 0 || ow <= 0) return detail::cat("kernel ", w, " does not fit input ", x, " with valid padding");
+    out[0] = shape{x[0], w[0], oh, ow};
+    return {};
+}
+
+template <class T>
+void conv2d_eval(const op_params& p, std::span<const tensor<T>* const> in, std::span<tensor<T>> out) {
+    using namespace conv2d_p;
+    const auto &x = *in[0], &w = *in[1];
+    auto& o = out[0];
+    const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const std::int64_t CO = w.shape[0], CI = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+    const std::int64_t OH = o.shape[2], OW = o.shape[3];
+    const std::int64_t G = C / CI, COG = CO / G;
+    const std::int64_t sh = p[stride_h], sw = p[stride_w], dh = p[dil_h], dw = p[dil_w];
+    auto pm = static_cast<pad_mode>(p[pad]);
+    const std::int64_t ph = detail::window_pad(KH, dh, pm), pw = detail::window_pad(KW, dw, pm);
+    std::fill(o.data.begin(), o.data.end(), scalar_traits<T>::zero());
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t co = 0; co < CO; ++co) {
+            const std::int64_t g = co / COG;
+            T* op = o.data.data() + ((n * CO + co) * OH) * OW;
+            for (std::int64_t ci = 0; ci < CI; ++ci) {
+                const T* ip = x.data.data() + ((n * C + g * CI + ci) * H) * W;
+                for (std::int64_t ky = 0; ky < KH; ++ky)
+                    for (std::int64_t kx = 0; kx < KW; ++kx) {
+                        const T wv = w.data[static_cast<std::size_t>(((co * CI + ci) * KH + ky) * KW + kx)];
+                        for (std::int64_t oy = 0; oy < OH; ++oy) {
+                            const std::int64_t iy = oy * sh - ph + ky * dh;
+                            if (iy < 0 || iy >= H) continue;
+                            for (std::int64_t ox = 0; ox < OW; ++ox) {
+                                const std::int64_t ix = ox * sw - pw + kx * dw;
+                                if (ix < 0 || ix >= W) continue;
+                                op[oy * OW + ox] += wv * ip[iy * W + ix];
+                            }
+                        }
+                    }
+            }
+        }
+    detail::activate_all(o, p[act]);
+}
+
+inline std::int64_t conv2d_flops(const op_params&, std::span<const shape> in, std::span<const shape> out) {
+    return 2 * out[0].elements() * in[1][1] * in[1][2] * in[1][3];
+}
+
+inline std::string enlarge_shape(const op_params& p, std::span<const shape> in, std::span<shape> out) {
+    const shape& w = in[0];
+    if (w.rank != 4) return detail::cat("kernel must be rank 4, got ", w);
+    std::int32_t kh = p[enlarge_p::kh], kw = p[enlarge_p::kw];
+    if (kh < w[2] || kw < w[3]) return detail::cat("target size ", kh, "x", kw, " is smaller than kernel ", w);
+    if ((kh - w[2]) % 2 != 0 || (kw - w[3]) % 2 != 0)
+        return detail::cat("kernel ", w, " cannot be centred in ", kh, "x", kw);
+    out[0] = shape{w[0], w[1], kh, kw};
+    return {};
+}
+
+template <class T>
+void enlarge_eval(const op_params&, std::span<const tensor<T>* const> in, std::span<tensor<T>> out) {
+    const auto& w = *in[0];
+    auto& o = out[0];
+    std::fill(o.data.begin(), o.data.end(), scalar_traits<T>::zero());
+    const std::int64_t KH = w.shape[2], KW = w.shape[3], OH = o.shape[2], OW = o.shape[3];
+    const std::int64_t oy0 = (OH - KH) / 2, ox0 = (OW - KW) / 2;
+    for (std::int64_t c = 0; c < w.shape[0] * w.shape[1]; ++c)
+        for (std::int64_t y = 0; y < KH; ++y)
+            for (std::int64_t x = 0; x < KW; ++x) o[(c * OH + y + oy0) * OW + x + ox0] = w[(c * KH + y) * KW + x];
+}
+
+}  // namespace ops
+
+inline constexpr op_decl conv2d_decl{
+    .kind = op_kind::conv2d, .name = "conv2d", .math = "act(conv(x, w)) (grouped, strided, dilated)",
+    .min_inputs = 2, .max_inputs = 2, .input_names = {"x", "w"},
+    .params = {param_decl{"stride_h", detail::one_two}, param_decl{"stride_w", detail::one_two},
+               param_decl{"pad", detail::off_on}, param_decl{"act", detail::off_on},
+               param_decl{"dil_h", detail::one, 1}, param_decl{"dil_w", detail::one, 1}},
+    .num_params = 6, .cls = op_class::linear, .multilinear = true,
+    .layouts = static_cast<layout_mask>((1 << int(layout::nchw)) | (1 << int(layout::nhwc))),
+    .infer = ops::conv2d_shape, .eval_float = ops::conv2d_eval<float>, .eval_modp = ops::conv2d_eval<modp>,
+    .flops = ops::conv2d_flops};
+
+inline constexpr op_decl enlarge_decl{
+    .kind = op_kind::enlarge, .name = "enlarge", .math = "zero-pad kernel w to kh x kw, centred",
+    .input_names = {"w"},
+    .params = {param_decl{"kh", detail::three, 3}, param_decl{"kw", detail::three, 3}}, .num_params = 2,
+    .cls = op_class::data_movement, .multilinear = true,
+    .infer = ops::enlarge_shape, .eval_float = ops::enlarge_eval<float>, .eval_modp = ops::enlarge_eval<modp>,
+    .flops = detail::no_flops};
+
+}  // namespace tsopt::spec

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole test suite.
+#   bash scripts/test.sh            normal build in ./build
+#   SANITIZE=1 bash scripts/test.sh AddressSanitizer + UBSan build in ./build-asan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+builddir=build
+opts=()
+if [ "${SANITIZE:-0}" = 1 ]; then
+  builddir=build-asan
+  opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized)
+fi
+if [ -d "$builddir/meson-private" ]; then
+  meson setup --reconfigure "$builddir" "${opts[@]}" >/dev/null
+else
+  meson setup "$builddir" "${opts[@]}"
+fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+meson test -C "$builddir" --print-errorlogs --num-processes 2 || status=$?
+python3 scripts/test_summary.py "$builddir/meson-logs/testlog.json"
+exit $status
