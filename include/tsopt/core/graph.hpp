@@ -1,0 +1,398 @@
+#pragma once
+// The graph IR: a DAG of nodes, each producing one or more tensors.
+// Nodes are graph inputs, weights (data known at optimization time),
+// declared operators (spec::op_kind with parameters), or opaque operators
+// that tsopt does not know (kept as they are, with their attributes, so a
+// model still round-trips and the rest of it is still optimized).
+//
+// Node ids are indices into `nodes`; a `value` names one output of one node.
+// The builder methods validate as they go and name the node at fault.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tsopt/core/error.hpp"
+#include "tsopt/spec/registry.hpp"
+
+namespace tsopt {
+
+struct value {
+    std::int32_t node = -1;
+    std::int32_t output = 0;
+    friend constexpr bool operator==(const value&, const value&) = default;
+    friend constexpr auto operator<=>(const value&, const value&) = default;
+};
+
+enum class node_kind : std::uint8_t { input, weight, op, opaque };
+
+// An operator tsopt has no declaration for. Attributes travel as an opaque
+// blob (the ONNX importer stores serialized AttributeProtos there).
+struct opaque_op {
+    std::string type;
+    std::string domain;
+    std::string attributes;
+    std::int32_t attribute_count = 0;
+};
+
+struct node {
+    node_kind kind = node_kind::op;
+    spec::op_kind op{};
+    spec::op_params params{};
+    std::vector<value> inputs;
+    std::vector<shape> shapes;  // one per output
+    std::string name;
+    spec::layout out_layout = spec::layout::row_major;
+    std::shared_ptr<const tensor<float>> data;      // weights
+    std::shared_ptr<const opaque_op> opaque;        // opaque operators
+
+    int num_outputs() const { return static_cast<int>(shapes.size()); }
+    bool is_op(spec::op_kind k) const { return kind == node_kind::op && op == k; }
+    std::string_view type_name() const {
+        switch (kind) {
+            case node_kind::input: return "input";
+            case node_kind::weight: return "weight";
+            case node_kind::opaque: return opaque ? std::string_view(opaque->type) : "opaque";
+            default: return spec::name(op);
+        }
+    }
+    // "name (type)" for error messages.
+    std::string describe() const { return "node '" + name + "' (" + std::string(type_name()) + ")"; }
+};
+
+// Builder options, so model code reads like model code:
+//   g.conv2d(x, w, {.stride = 2, .pad = same, .act = relu})
+inline constexpr spec::pad_mode same = spec::pad_mode::same;
+inline constexpr spec::pad_mode valid = spec::pad_mode::valid;
+inline constexpr spec::activation relu = spec::activation::relu;
+inline constexpr spec::activation no_activation = spec::activation::none;
+
+struct conv_options {
+    int stride = 1;
+    int stride_h = 0, stride_w = 0;  // 0: use `stride`
+    spec::pad_mode pad = same;
+    spec::activation act = no_activation;
+    int dilation = 1;
+};
+struct pool_options {
+    int kernel = 3;
+    int stride = 1;
+    spec::pad_mode pad = same;
+    spec::activation act = no_activation;
+};
+struct matmul_options {
+    spec::activation act = no_activation;
+};
+
+class graph {
+public:
+    std::vector<node> nodes;
+    std::vector<value> outputs;
+
+    // ---- building -------------------------------------------------------
+    value input(std::string name, shape s) {
+        node n;
+        n.kind = node_kind::input;
+        n.name = std::move(name);
+        n.shapes = {s};
+        return push(std::move(n));
+    }
+    value weight(std::string name, tensor<float> t) {
+        node n;
+        n.kind = node_kind::weight;
+        n.name = std::move(name);
+        n.shapes = {t.shape};
+        n.data = std::make_shared<const tensor<float>>(std::move(t));
+        return push(std::move(n));
+    }
+    // Random weight, uniform in [-scale, scale] with scale = sqrt(3 / fan_in)
+    // (fan_in = elements / extent of axis 0), which keeps activations of deep
+    // models in a sane range.
+    value weight(std::string name, shape s, std::mt19937_64& rng) {
+        std::int64_t fan_in = s.rank > 0 && s[0] > 0 ? s.elements() / s[0] : 1;
+        float scale = std::sqrt(3.f / static_cast<float>(std::max<std::int64_t>(fan_in, 1)));
+        return weight(std::move(name), random_float(s, rng, -scale, scale));
+    }
+
+    // Adds a declared operator; returns its outputs. Throws tsopt::error
+    // naming the node when the inputs do not fit the shape rule.
+    std::vector<value> add(spec::op_kind k, const spec::op_params& p, std::vector<value> in, std::string name = {}) {
+        node n;
+        n.kind = node_kind::op;
+        n.op = k;
+        n.params = p;
+        n.inputs = std::move(in);
+        n.name = name.empty() ? auto_name(spec::name(k)) : std::move(name);
+        n.shapes = infer(n);
+        value v = push(std::move(n));
+        std::vector<value> outs;
+        for (int i = 0; i < nodes.back().num_outputs(); ++i) outs.push_back({v.node, i});
+        return outs;
+    }
+    value add1(spec::op_kind k, const spec::op_params& p, std::vector<value> in, std::string name = {}) {
+        return add(k, p, std::move(in), std::move(name))[0];
+    }
+    std::vector<value> opaque(std::shared_ptr<const opaque_op> op, std::vector<value> in, std::vector<shape> out_shapes,
+                              std::string name = {}) {
+        node n;
+        n.kind = node_kind::opaque;
+        n.inputs = std::move(in);
+        n.shapes = std::move(out_shapes);
+        n.name = name.empty() ? auto_name(op->type) : std::move(name);
+        n.opaque = std::move(op);
+        for (value v : n.inputs) check_ref(v, &n);
+        value v = push(std::move(n));
+        std::vector<value> outs;
+        for (int i = 0; i < nodes.back().num_outputs(); ++i) outs.push_back({v.node, i});
+        return outs;
+    }
+
+    value conv2d(value x, value w, conv_options o = {}, std::string name = {}) {
+        spec::op_params p;
+        p[spec::conv2d_p::stride_h] = o.stride_h ? o.stride_h : o.stride;
+        p[spec::conv2d_p::stride_w] = o.stride_w ? o.stride_w : o.stride;
+        p[spec::conv2d_p::pad] = static_cast<std::int32_t>(o.pad);
+        p[spec::conv2d_p::act] = static_cast<std::int32_t>(o.act);
+        p[spec::conv2d_p::dil_h] = p[spec::conv2d_p::dil_w] = o.dilation;
+        return add1(spec::op_kind::conv2d, p, {x, w}, std::move(name));
+    }
+    value matmul(value a, value b, matmul_options o = {}, std::string name = {}) {
+        spec::op_params p;
+        p[spec::matmul_p::act] = static_cast<std::int32_t>(o.act);
+        return add1(spec::op_kind::matmul, p, {a, b}, std::move(name));
+    }
+    value pool(spec::op_kind k, value x, pool_options o, std::string name) {
+        spec::op_params p;
+        p[spec::pool_p::kh] = p[spec::pool_p::kw] = o.kernel;
+        p[spec::pool_p::stride_h] = p[spec::pool_p::stride_w] = o.stride;
+        p[spec::pool_p::pad] = static_cast<std::int32_t>(o.pad);
+        p[spec::pool_p::act] = static_cast<std::int32_t>(o.act);
+        return add1(k, p, {x}, std::move(name));
+    }
+    value avgpool(value x, pool_options o = {}, std::string name = {}) { return pool(spec::op_kind::avgpool, x, o, std::move(name)); }
+    value maxpool(value x, pool_options o = {}, std::string name = {}) { return pool(spec::op_kind::maxpool, x, o, std::move(name)); }
+    value ewadd(value a, value b, std::string name = {}) { return add1(spec::op_kind::ewadd, {}, {a, b}, std::move(name)); }
+    value ewmul(value a, value b, std::string name = {}) { return add1(spec::op_kind::ewmul, {}, {a, b}, std::move(name)); }
+    value smul(value a, value s, std::string name = {}) { return add1(spec::op_kind::smul, {}, {a, s}, std::move(name)); }
+    value relu(value a, std::string name = {}) { return add1(spec::op_kind::relu, {}, {a}, std::move(name)); }
+    value sigmoid(value a, std::string name = {}) { return add1(spec::op_kind::sigmoid, {}, {a}, std::move(name)); }
+    value tanh(value a, std::string name = {}) { return add1(spec::op_kind::tanh, {}, {a}, std::move(name)); }
+    value batchnorm(value x, value scale, value shift, std::string name = {}) {
+        return add1(spec::op_kind::batchnorm, {}, {x, scale, shift}, std::move(name));
+    }
+    value concat(int axis, std::vector<value> in, std::string name = {}) {
+        spec::op_params p;
+        p[spec::concat_p::axis] = axis;
+        return add1(spec::op_kind::concat, p, std::move(in), std::move(name));
+    }
+    std::pair<value, value> split(int axis, int at, value x, std::string name = {}) {
+        spec::op_params p;
+        p[spec::split_p::axis] = axis;
+        p[spec::split_p::at] = at;
+        auto o = add(spec::op_kind::split, p, {x}, std::move(name));
+        return {o[0], o[1]};
+    }
+    value transpose(value x, std::initializer_list<int> perm, std::string name = {}) {
+        spec::op_params p;
+        p[spec::transpose_p::perm] = spec::pack_perm(perm);
+        return add1(spec::op_kind::transpose, p, {x}, std::move(name));
+    }
+    value reshape(value x, shape s, std::string name = {}) {
+        spec::op_params p;
+        if (s.rank > spec::max_params - 1) throw error("reshape '" + name + "': target rank " + std::to_string(s.rank) + " too large");
+        p[spec::reshape_p::rank] = s.rank;
+        for (int i = 0; i < s.rank; ++i) p[spec::reshape_p::d0 + i] = static_cast<std::int32_t>(s[i]);
+        return add1(spec::op_kind::reshape, p, {x}, std::move(name));
+    }
+    value softmax(value x, int axis, std::string name = {}) {
+        spec::op_params p;
+        p[spec::softmax_p::axis] = axis;
+        return add1(spec::op_kind::softmax, p, {x}, std::move(name));
+    }
+    value pad(value x, int top, int bottom, int left, int right, std::string name = {}) {
+        spec::op_params p;
+        p[spec::pad_p::top] = top; p[spec::pad_p::bottom] = bottom;
+        p[spec::pad_p::left] = left; p[spec::pad_p::right] = right;
+        return add1(spec::op_kind::pad, p, {x}, std::move(name));
+    }
+    void mark_output(value v) {
+        check_ref(v, nullptr);
+        outputs.push_back(v);
+    }
+
+    // ---- queries --------------------------------------------------------
+    const node& at(value v) const { return nodes[static_cast<std::size_t>(v.node)]; }
+    const shape& shape_of(value v) const { return at(v).shapes[static_cast<std::size_t>(v.output)]; }
+    std::size_t size() const { return nodes.size(); }
+
+    // Graph inputs in the order they were added: the order `execute` takes.
+    std::vector<value> inputs() const {
+        std::vector<value> r;
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].kind == node_kind::input) r.push_back({static_cast<std::int32_t>(i), 0});
+        return r;
+    }
+
+    // Number of operator nodes (declared or opaque), not inputs/weights.
+    std::size_t op_count() const {
+        std::size_t n = 0;
+        for (auto& nd : nodes) n += nd.kind == node_kind::op || nd.kind == node_kind::opaque;
+        return n;
+    }
+
+    // For each node, the (consumer node, input slot) pairs reading each output.
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers() const {
+        std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> c(nodes.size());
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            for (std::size_t s = 0; s < nodes[i].inputs.size(); ++s)
+                c[static_cast<std::size_t>(nodes[i].inputs[s].node)].push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(s)});
+        return c;
+    }
+
+    // True when a node's value is fixed at optimization time: a weight, a
+    // constant operator, or an operator whose inputs are all such.
+    std::vector<bool> constant_mask() const {
+        std::vector<bool> k(nodes.size(), false);
+        for (std::size_t i : topological_order()) {
+            const node& n = nodes[i];
+            if (n.kind == node_kind::weight) k[i] = true;
+            else if (n.kind == node_kind::op) {
+                bool all = true;
+                for (value v : n.inputs) all = all && k[static_cast<std::size_t>(v.node)];
+                k[i] = all;
+            }
+        }
+        return k;
+    }
+
+    // Kahn's algorithm; throws naming a node on a cycle.
+    std::vector<std::size_t> topological_order() const {
+        std::vector<int> indeg(nodes.size(), 0);
+        auto cons = consumers();
+        for (std::size_t i = 0; i < nodes.size(); ++i) indeg[i] = static_cast<int>(nodes[i].inputs.size());
+        std::vector<std::size_t> order, ready;
+        for (std::size_t i = nodes.size(); i-- > 0;)
+            if (indeg[i] == 0) ready.push_back(i);
+        while (!ready.empty()) {
+            std::size_t i = ready.back();
+            ready.pop_back();
+            order.push_back(i);
+            for (auto it = cons[i].rbegin(); it != cons[i].rend(); ++it)
+                if (--indeg[static_cast<std::size_t>(it->first)] == 0) ready.push_back(static_cast<std::size_t>(it->first));
+        }
+        if (order.size() != nodes.size()) {
+            for (std::size_t i = 0; i < nodes.size(); ++i)
+                if (indeg[i] > 0) throw error("graph has a cycle through " + nodes[i].describe());
+        }
+        return order;
+    }
+
+    // Full check: references, acyclicity, shapes, outputs. Throws tsopt::error
+    // naming the node at fault.
+    void validate() const {
+        for (const node& n : nodes) {
+            for (value v : n.inputs) check_ref(v, &n);
+            if (n.kind == node_kind::op) {
+                auto s = infer(n);
+                if (s != n.shapes) throw error(n.describe() + ": recorded shapes disagree with the shape rule");
+            }
+            if (n.kind == node_kind::weight && (!n.data || !(n.data->shape == n.shapes[0])))
+                throw error(n.describe() + ": weight data missing or of the wrong shape");
+        }
+        (void)topological_order();
+        if (outputs.empty()) throw error("graph has no outputs");
+        for (value v : outputs) check_ref(v, nullptr);
+    }
+
+    // A copy holding only nodes that reach an output, in topological order,
+    // with ids renumbered. Inputs are always kept (they are the interface).
+    graph compacted() const {
+        std::vector<bool> live(nodes.size(), false);
+        std::vector<std::size_t> stack;
+        for (value v : outputs) stack.push_back(static_cast<std::size_t>(v.node));
+        while (!stack.empty()) {
+            std::size_t i = stack.back();
+            stack.pop_back();
+            if (live[i]) continue;
+            live[i] = true;
+            for (value v : nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
+        }
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].kind == node_kind::input) live[i] = true;
+        std::vector<std::int32_t> remap(nodes.size(), -1);
+        graph g;
+        for (std::size_t i : topological_order()) {
+            if (!live[i]) continue;
+            remap[i] = static_cast<std::int32_t>(g.nodes.size());
+            node n = nodes[i];
+            for (value& v : n.inputs) v.node = remap[static_cast<std::size_t>(v.node)];
+            g.nodes.push_back(std::move(n));
+        }
+        for (value v : outputs) g.outputs.push_back({remap[static_cast<std::size_t>(v.node)], v.output});
+        return g;
+    }
+
+    // Structural hash (Merkle over the DAG): equal for graphs that compute the
+    // same expression with the same operators, parameters, inputs and weights,
+    // whatever the node order. The search de-duplicates with it.
+    std::uint64_t structural_hash() const {
+        std::vector<std::uint64_t> h(nodes.size(), 0);
+        for (std::size_t i : topological_order()) {
+            const node& n = nodes[i];
+            std::uint64_t x = mix(0x9e3779b97f4a7c15ull, static_cast<std::uint64_t>(n.kind));
+            switch (n.kind) {
+                case node_kind::input: x = mix(x, std::hash<std::string>{}(n.name)); break;
+                case node_kind::weight: x = mix(x, reinterpret_cast<std::uintptr_t>(n.data.get())); break;
+                case node_kind::opaque: x = mix(x, std::hash<std::string>{}(n.opaque->type + n.opaque->attributes)); break;
+                case node_kind::op:
+                    x = mix(x, static_cast<std::uint64_t>(n.op));
+                    for (auto p : n.params.v) x = mix(x, static_cast<std::uint32_t>(p));
+                    break;
+            }
+            x = mix(x, static_cast<std::uint64_t>(n.out_layout));
+            for (value v : n.inputs) x = mix(mix(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+            h[i] = x;
+        }
+        std::uint64_t r = 0xcbf29ce484222325ull;
+        for (value v : outputs) r = mix(mix(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+        return r;
+    }
+
+    // Shapes an operator node would have from its inputs; throws naming it.
+    std::vector<shape> infer(const node& n) const {
+        std::vector<shape> in;
+        for (value v : n.inputs) {
+            check_ref(v, &n);
+            in.push_back(shape_of(v));
+        }
+        std::vector<shape> out(static_cast<std::size_t>(spec::decl(n.op).num_outputs));
+        if (auto e = spec::infer_shapes(n.op, n.params, in, out); !e.empty()) throw error(n.describe() + ": " + e);
+        return out;
+    }
+
+    static std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+        a ^= b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2);
+        a ^= a >> 31;
+        a *= 0xbf58476d1ce4e5b9ull;
+        return a ^ (a >> 29);
+    }
+
+private:
+    value push(node n) {
+        nodes.push_back(std::move(n));
+        return {static_cast<std::int32_t>(nodes.size() - 1), 0};
+    }
+    std::string auto_name(std::string_view type) const { return std::string(type) + "_" + std::to_string(nodes.size()); }
+    void check_ref(value v, const node* user) const {
+        std::string who = user ? user->describe() : std::string("graph output");
+        if (v.node < 0 || static_cast<std::size_t>(v.node) >= nodes.size())
+            throw error(who + ": input refers to missing node " + std::to_string(v.node));
+        if (v.output < 0 || v.output >= at(v).num_outputs())
+            throw error(who + ": input refers to output " + std::to_string(v.output) + " of " + at(v).describe() +
+                        ", which has " + std::to_string(at(v).num_outputs()));
+    }
+};
+
+}  // namespace tsopt
