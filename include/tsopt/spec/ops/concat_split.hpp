@@ -77,7 +77,9 @@ inline constexpr std::int32_t axes4[] = {0, 1, 2, 3};
 inline constexpr op_decl concat_decl{
     .kind = op_kind::concat, .name = "concat", .math = "[x | y] along axis",
     .min_inputs = 2, .max_inputs = 64, .input_names = {"x", "y"},
-    .params = {param_decl{"axis", ops::axes4}}, .num_params = 1, .cls = op_class::data_movement, .multilinear = true,
+    // Linear in all inputs jointly, like ewadd, but not in each input
+    // separately: concat(a + b, y) != concat(a, y) + concat(b, y).
+    .params = {param_decl{"axis", ops::axes4}}, .num_params = 1, .cls = op_class::data_movement, .multilinear = false,
     .infer = ops::concat_shape, .eval_float = ops::concat_eval<float>, .eval_modp = ops::concat_eval<modp>,
     .flops = detail::no_flops};
 

@@ -60,7 +60,9 @@ void imatmul_eval(const op_params& p, std::span<const tensor<T>* const>, std::sp
 
 inline std::string iewmul_shape(const op_params& p, std::span<const shape>, std::span<shape> out) {
     int r = p[iewmul_p::rank];
-    if (r < 0 || r > max_params - 1) return detail::cat("rank ", r, " must be within 0..", max_params - 1);
+    // Bounded by both the parameter slots and a shape's capacity (max_rank).
+    constexpr int most = std::min(max_rank, max_params - 1);
+    if (r < 0 || r > most) return detail::cat("rank ", r, " must be within 0..", most);
     if (auto e = positive(p, iewmul_p::d0, r); !e.empty()) return e;
     shape s;
     for (int i = 0; i < r; ++i) s.push_back(p[iewmul_p::d0 + i]);

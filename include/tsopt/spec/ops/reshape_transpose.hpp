@@ -62,7 +62,9 @@ void transpose_eval(const op_params& p, std::span<const tensor<T>* const> in, st
 
 inline std::string reshape_shape(const op_params& p, std::span<const shape> in, std::span<shape> out) {
     int r = p[reshape_p::rank];
-    if (r < 1 || r > max_params - 1) return detail::cat("target rank ", r, " must be within 1..", max_params - 1);
+    // Bounded by both the parameter slots and a shape's capacity (max_rank).
+    constexpr int most = std::min(max_rank, max_params - 1);
+    if (r < 1 || r > most) return detail::cat("target rank ", r, " must be within 1..", most);
     shape s;
     for (int i = 0; i < r; ++i) {
         if (p[reshape_p::d0 + i] < 1) return detail::cat("target extent ", p[reshape_p::d0 + i], " must be positive");
