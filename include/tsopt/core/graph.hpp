@@ -343,7 +343,10 @@ public:
             const node& n = nodes[i];
             std::uint64_t x = mix(0x9e3779b97f4a7c15ull, static_cast<std::uint64_t>(n.kind));
             switch (n.kind) {
-                case node_kind::input: x = mix(x, std::hash<std::string>{}(n.name)); break;
+                case node_kind::input:
+                    x = mix(x, std::hash<std::string>{}(n.name));
+                    for (auto d : n.shapes[0]) x = mix(x, static_cast<std::uint64_t>(d));
+                    break;
                 case node_kind::weight: x = mix(x, reinterpret_cast<std::uintptr_t>(n.data.get())); break;
                 case node_kind::opaque: x = mix(x, std::hash<std::string>{}(n.opaque->type + n.opaque->attributes)); break;
                 case node_kind::op:

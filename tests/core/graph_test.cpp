@@ -1,0 +1,236 @@
+// The graph IR: builder errors name the node at fault, validate() and
+// topological_order() catch hand-corrupted graphs, the structural hash is
+// independent of node order but sensitive to parameters, compacted() drops
+// dead nodes, constant_mask() marks what is known at optimization time.
+#include <doctest/doctest.h>
+
+#include "tsopt/core/graph.hpp"
+
+using namespace tsopt;
+using doctest::Contains;
+
+namespace {
+tensor<float> filled(shape s, float start = 1.f) {
+    tensor<float> t(s);
+    for (std::int64_t i = 0; i < t.size(); ++i) t[i] = start + static_cast<float>(i);
+    return t;
+}
+}  // namespace
+
+TEST_CASE("builder: shape rule violations name the node and the condition") {
+    graph g;
+    value x = g.input("x", shape{1, 3, 8, 8});
+    value w = g.weight("w", filled(shape{4, 5, 3, 3}));
+    CHECK_THROWS_WITH_AS(g.conv2d(x, w, {}, "stem"),
+                         Contains("node 'stem' (conv2d): input channels 3 are not a multiple of the weight's input channels 5"),
+                         tsopt::error);
+    value a = g.input("a", shape{2, 3});
+    value b = g.input("b", shape{4, 5});
+    CHECK_THROWS_WITH_AS(g.matmul(a, b, {}, "proj"), Contains("node 'proj' (matmul): inner extents differ: [2,3] x [4,5]"),
+                         tsopt::error);
+    CHECK_THROWS_WITH_AS(g.ewadd(a, b, "sum"), Contains("node 'sum' (ewadd): shapes [2,3] and [4,5] do not broadcast"),
+                         tsopt::error);
+    CHECK_THROWS_WITH_AS(g.reshape(a, shape{4, 2}, "flat"), Contains("node 'flat' (reshape): cannot reshape [2,3]"),
+                         tsopt::error);
+    CHECK_THROWS_WITH_AS(g.concat(1, {x, a}, "cat"), Contains("node 'cat' (concat): input 1 has rank 2"), tsopt::error);
+    // A failed add leaves the graph as it was.
+    CHECK(g.size() == 4);
+    // Unnamed nodes get a readable automatic name in the message.
+    CHECK_THROWS_WITH_AS(g.matmul(a, b), Contains("node 'matmul_4' (matmul)"), tsopt::error);
+}
+
+TEST_CASE("builder: dangling references name the node and the missing value") {
+    graph g;
+    value x = g.input("x", shape{2, 2});
+    CHECK_THROWS_WITH_AS(g.relu(value{7, 0}, "r"), Contains("node 'r' (relu): input refers to missing node 7"), tsopt::error);
+    CHECK_THROWS_WITH_AS(g.relu(value{x.node, 1}, "r"),
+                         Contains("node 'r' (relu): input refers to output 1 of node 'x' (input), which has 1"), tsopt::error);
+    CHECK_THROWS_WITH_AS(g.mark_output(value{3, 0}), Contains("graph output: input refers to missing node 3"), tsopt::error);
+    auto op = std::make_shared<const opaque_op>(opaque_op{"Foo", "", "", 0});
+    CHECK_THROWS_WITH_AS(g.opaque(op, {value{-1, 0}}, {shape{1}}, "foo"),
+                         Contains("node 'foo' (Foo): input refers to missing node -1"), tsopt::error);
+}
+
+TEST_CASE("validate and topological_order catch hand-corrupted graphs") {
+    graph g;
+    value x = g.input("x", shape{2, 2});
+    value a = g.relu(x, "a");
+    value b = g.tanh(a, "b");
+    value c = g.sigmoid(b, "c");
+    g.mark_output(c);
+    g.validate();
+    CHECK(g.topological_order() == std::vector<std::size_t>{0, 1, 2, 3});
+
+    SUBCASE("a cycle") {
+        g.nodes[static_cast<std::size_t>(a.node)].inputs[0] = c;  // a <- c <- b <- a
+        CHECK_THROWS_WITH_AS(g.topological_order(), Contains("graph has a cycle through node 'a' (relu)"), tsopt::error);
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("cycle through node 'a'"), tsopt::error);
+    }
+    SUBCASE("a self loop") {
+        g.nodes[static_cast<std::size_t>(b.node)].inputs[0] = b;
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("graph has a cycle through node 'b' (tanh)"), tsopt::error);
+    }
+    SUBCASE("a dangling input") {
+        g.nodes[static_cast<std::size_t>(c.node)].inputs[0] = value{42, 0};
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("node 'c' (sigmoid): input refers to missing node 42"), tsopt::error);
+    }
+    SUBCASE("a dangling output") {
+        g.outputs[0] = value{9, 0};
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("graph output: input refers to missing node 9"), tsopt::error);
+    }
+    SUBCASE("recorded shapes out of date") {
+        g.nodes[static_cast<std::size_t>(b.node)].shapes[0] = shape{4};
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("node 'b' (tanh): recorded shapes disagree with the shape rule"),
+                             tsopt::error);
+    }
+    SUBCASE("an input whose shape changed under its consumers") {
+        g.nodes[static_cast<std::size_t>(x.node)].shapes[0] = shape{3, 3};
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("node 'a' (relu): recorded shapes disagree"), tsopt::error);
+    }
+    SUBCASE("weight data of the wrong shape") {
+        value w = g.weight("w", filled(shape{2, 2}));
+        g.nodes[static_cast<std::size_t>(w.node)].shapes[0] = shape{4};
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("node 'w' (weight): weight data missing or of the wrong shape"),
+                             tsopt::error);
+    }
+    SUBCASE("no outputs") {
+        g.outputs.clear();
+        CHECK_THROWS_WITH_AS(g.validate(), Contains("graph has no outputs"), tsopt::error);
+    }
+}
+
+TEST_CASE("structural hash: equal across node orders, different for different parameters or wiring") {
+    // f(x, y) = relu(conv(x, w) + y) built in two orders, sharing the weight.
+    graph g1;
+    value x1 = g1.input("x", shape{1, 2, 4, 4});
+    value y1 = g1.input("y", shape{1, 3, 4, 4});
+    value w1 = g1.weight("w", filled(shape{3, 2, 3, 3}));
+    value c1 = g1.conv2d(x1, w1, {}, "conv");
+    g1.mark_output(g1.relu(g1.ewadd(c1, y1, "add"), "relu"));
+
+    graph g2;
+    g2.nodes.push_back(g1.at(w1));  // same weight data (hashing is by identity of the data)
+    value w2{0, 0};
+    value y2 = g2.input("y", shape{1, 3, 4, 4});
+    value x2 = g2.input("x", shape{1, 2, 4, 4});
+    value c2 = g2.conv2d(x2, w2, {}, "another name");
+    g2.mark_output(g2.relu(g2.ewadd(c2, y2), "r"));
+    g2.validate();
+    CHECK(g1.structural_hash() == g2.structural_hash());
+    CHECK(g1.compacted().structural_hash() == g1.structural_hash());
+
+    auto variant = [&](conv_options o) {
+        graph g;
+        g.nodes.push_back(g1.at(w1));
+        value x = g.input("x", shape{1, 2, 4, 4});
+        value c = g.conv2d(x, value{0, 0}, o);
+        value y = g.input("y", g.shape_of(c));
+        g.mark_output(g.relu(g.ewadd(c, y)));
+        return g.structural_hash();
+    };
+    CHECK(variant({}) == g1.structural_hash());
+    CHECK(variant({.stride = 2}) != g1.structural_hash());
+    CHECK(variant({.act = relu}) != g1.structural_hash());
+    CHECK(variant({.pad = valid}) != g1.structural_hash());
+    CHECK(variant({.dilation = 2}) != g1.structural_hash());
+
+    // Same operators, operands of a non-commutative op swapped.
+    graph m1, m2;
+    for (graph* g : {&m1, &m2}) {
+        value a = g->input("a", shape{2, 2});
+        value b = g->input("b", shape{2, 2});
+        g->mark_output(g == &m1 ? g->matmul(a, b) : g->matmul(b, a));
+    }
+    CHECK(m1.structural_hash() != m2.structural_hash());
+
+    // Different weight data, same shapes: different.
+    graph d;
+    d.nodes.push_back(g1.at(w1));
+    d.nodes[0].data = std::make_shared<const tensor<float>>(filled(shape{3, 2, 3, 3}, 2.f));
+    value xd = d.input("x", shape{1, 2, 4, 4});
+    value yd = d.input("y", shape{1, 3, 4, 4});
+    value cd = d.conv2d(xd, value{0, 0});
+    d.mark_output(d.relu(d.ewadd(cd, yd)));
+    CHECK(d.structural_hash() != g1.structural_hash());
+
+    // Input names are part of the interface.
+    graph r1, r2;
+    r1.mark_output(r1.relu(r1.input("x", shape{2})));
+    r2.mark_output(r2.relu(r2.input("z", shape{2})));
+    CHECK(r1.structural_hash() != r2.structural_hash());
+}
+
+TEST_CASE("compacted drops dead nodes, keeps inputs, renumbers in topological order") {
+    graph g;
+    value w = g.weight("w", filled(shape{2, 2}));
+    value unused_w = g.weight("unused_w", filled(shape{3}));
+    value x = g.input("x", shape{2, 2});
+    value spare = g.input("spare", shape{5});  // unused input: kept, it is the interface
+    value dead = g.relu(x, "dead");
+    g.tanh(dead, "dead2");
+    value m = g.matmul(x, w, {}, "mm");
+    value s = g.sigmoid(m, "out");
+    g.mark_output(s);
+    g.mark_output(m);
+    (void)unused_w;
+    (void)spare;
+
+    graph c = g.compacted();
+    c.validate();
+    std::vector<std::string> names;
+    for (const node& n : c.nodes) names.push_back(n.name);
+    CHECK(c.size() == 5);
+    CHECK(std::find(names.begin(), names.end(), "dead") == names.end());
+    CHECK(std::find(names.begin(), names.end(), "dead2") == names.end());
+    CHECK(std::find(names.begin(), names.end(), "unused_w") == names.end());
+    CHECK(std::find(names.begin(), names.end(), "spare") != names.end());
+    REQUIRE(c.outputs.size() == 2);
+    CHECK(c.at(c.outputs[0]).name == "out");
+    CHECK(c.at(c.outputs[1]).name == "mm");
+    CHECK(c.at(c.outputs[1]).data == nullptr);
+    CHECK(c.structural_hash() == g.structural_hash());
+    // Inputs of every node come before it.
+    for (std::size_t i = 0; i < c.size(); ++i)
+        for (value v : c.nodes[i].inputs) CHECK(static_cast<std::size_t>(v.node) < i);
+    // Compacting again changes nothing.
+    CHECK(c.compacted().size() == c.size());
+}
+
+TEST_CASE("constant_mask: weights and operators over weights only") {
+    graph g;
+    value x = g.input("x", shape{2, 2});
+    value w = g.weight("w", filled(shape{2, 2}));
+    value wt = g.transpose(w, {1, 0}, "wt");       // weights only: constant
+    value ww = g.matmul(wt, w, {}, "ww");          // still constant
+    value xw = g.matmul(x, ww, {}, "xw");          // depends on the input
+    auto op = std::make_shared<const opaque_op>(opaque_op{"Mystery", "", "", 0});
+    value o = g.opaque(op, {w}, {shape{2, 2}}, "mystery")[0];  // opaque: never folded
+    value k = g.add1(spec::op_kind::imatmul, [] { spec::op_params p; p[spec::imatmul_p::n] = 2; return p; }(), {}, "eye");
+    g.mark_output(g.ewadd(g.ewadd(xw, o, "a"), k, "b"));
+    auto mask = g.constant_mask();
+    CHECK_FALSE(mask[static_cast<std::size_t>(x.node)]);
+    CHECK(mask[static_cast<std::size_t>(w.node)]);
+    CHECK(mask[static_cast<std::size_t>(wt.node)]);
+    CHECK(mask[static_cast<std::size_t>(ww.node)]);
+    CHECK_FALSE(mask[static_cast<std::size_t>(xw.node)]);
+    CHECK_FALSE(mask[static_cast<std::size_t>(o.node)]);
+    CHECK(mask[static_cast<std::size_t>(k.node)]);  // constant operator with no inputs
+    CHECK_FALSE(mask.back());
+}
+
+TEST_CASE("inputs, consumers and op_count") {
+    graph g;
+    value a = g.input("a", shape{2});
+    value w = g.weight("w", filled(shape{2}));
+    value b = g.input("b", shape{2});
+    value s = g.ewadd(a, w, "s");
+    value t = g.ewmul(s, s, "t");
+    g.mark_output(g.ewadd(t, b, "u"));
+    CHECK(g.inputs() == std::vector<value>{a, b});
+    CHECK(g.op_count() == 3);
+    auto c = g.consumers();
+    using P = std::pair<std::int32_t, std::int32_t>;
+    CHECK(c[static_cast<std::size_t>(s.node)] == std::vector<P>{{t.node, 0}, {t.node, 1}});
+    CHECK(c[static_cast<std::size_t>(b.node)] == std::vector<P>{{5, 1}});
+    CHECK(c[5].empty());
+}
