@@ -1,0 +1,100 @@
+#pragma once
+// ewadd / ewmul as oneDNN binary with numpy broadcasting. oneDNN 2.6
+// broadcasts only the second source, so the full-size operand goes first
+// (add and mul commute); when both operands broadcast (e.g. [3,1] + [1,4])
+// the lowering refuses and the node falls back to the reference. smul by a
+// run-time scalar is a binary multiply by a [1,..,1] tensor. batchnorm
+// (x * scale[c] + shift[c]) is oneDNN batch normalization with global stats
+// mean = 0, variance = 1, epsilon = 0 (so scale / sqrt(1 + 0) == scale
+// exactly), in the input's layout; where that primitive refuses, a binary
+// multiply with a fused binary-add post-op.
+#include "tsopt/backend/dnnl/plan.hpp"
+
+namespace tsopt::backend::dnnl_impl {
+
+struct refused : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline tref binary_step(lowering& L, std::size_t i, dn::algorithm alg, const tref& a, const tref& b, std::string what) {
+    dn::binary::desc d(alg, a.md, b.md, a.md);
+    dn::binary::primitive_desc pd(d, L.attr(), L.p.eng);
+    tref y = L.fresh(pd.dst_desc());
+    L.add<dn::binary>(i, pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, y}}, std::move(what));
+    return y;
+}
+
+inline void lower_binary(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    const auto alg = n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul;
+    dims od = L.out_dims(i);
+    int s0 = 0, s1 = 1;
+    if (pad_front(L.in_dims(i, 0), od.size()) != od) std::swap(s0, s1);
+    dims d0 = pad_front(L.in_dims(i, s0), od.size()), d1 = pad_front(L.in_dims(i, s1), od.size());
+    if (d0 != od) throw refused("both operands broadcast, which oneDNN 2.6 binary does not support");
+    const char* what = n.is_op(spec::op_kind::ewadd) ? "add" : "mul";
+    // First in the layout the full operand has; if oneDNN refuses that with a
+    // broadcast operand, row-major.
+    for (bool keep_layout : {true, false}) {
+        auto m = L.checkpoint();
+        try {
+            tref a = L.in(i, s0);
+            if (a.md.dims() != od || !keep_layout) a = L.plain(a, od, i);
+            tref b = L.in(i, s1);
+            if (d1 == od) b = L.convert(b.md.dims() == od ? b : L.plain(b, od, i), a.md, i);
+            else b = L.plain(b, d1, i);
+            L.set(i, 0, binary_step(L, i, alg, a, b, what));
+            return;
+        } catch (const dn::error&) {
+            if (!keep_layout) throw;
+            L.rollback(m, i);
+        }
+    }
+}
+
+inline void lower_smul_runtime(lowering& L, std::size_t i) {
+    tref x = L.in(i, 0);
+    tref s = L.plain(L.in(i, 1), dims(x.md.dims().size(), 1), i);
+    L.set(i, 0, binary_step(L, i, dn::algorithm::binary_mul, x, s, "smul (binary mul)"));
+}
+
+inline void lower_batchnorm(lowering& L, std::size_t i) {
+    dims xd = L.in_dims(i, 0);
+    const std::int64_t C = xd[1];
+    tref x = L.in(i, 0);
+    tref scale = L.plain_in(i, 1), shift = L.plain_in(i, 2);
+    try {
+        auto flags = dn::normalization_flags::use_global_stats | dn::normalization_flags::use_scale |
+                     dn::normalization_flags::use_shift;
+        dn::batch_normalization_forward::desc d(dn::prop_kind::forward_inference, x.md, 0.f, flags);
+        dn::batch_normalization_forward::primitive_desc pd(d, L.attr(), L.p.eng);
+        tref mean = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 0.f));
+        tref var = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 1.f));
+        tref y = L.fresh(pd.dst_desc());
+        L.add<dn::batch_normalization_forward>(i, pd,
+                                               {{DNNL_ARG_SRC, x}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
+                                                {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}, {DNNL_ARG_DST, y}},
+                                               "batch normalization");
+        L.set(i, 0, y);
+        return;
+    } catch (const dn::error&) {
+    }
+    // x * scale + shift as one binary multiply with a binary-add post-op.
+    dims cd(xd.size(), 1);
+    cd[1] = C;
+    tref sc{scale.buf, plain_md(cd)}, sh{shift.buf, plain_md(cd)};
+    dn::post_ops po;
+    po.append_binary(dn::algorithm::binary_add, sh.md);
+    dn::primitive_attr at = L.attr();
+    at.set_post_ops(po);
+    dn::binary::desc d(dn::algorithm::binary_mul, x.md, sc.md, x.md);
+    dn::binary::primitive_desc pd(d, at, L.p.eng);
+    tref y = L.fresh(pd.dst_desc());
+    L.add<dn::binary>(i, pd,
+                      {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, sc}, {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, sh},
+                       {DNNL_ARG_DST, y}},
+                      "batchnorm (binary mul + add)");
+    L.set(i, 0, y);
+}
+
+}  // namespace tsopt::backend::dnnl_impl

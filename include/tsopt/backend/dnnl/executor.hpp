@@ -1,0 +1,322 @@
+#pragma once
+// tsopt::backend::dnnl — the oneDNN CPU backend.
+//
+//   backend::dnnl b;                          // or dnnl({.cache_dir = "..."})
+//   auto out = b.execute(g, inputs);          // compiled once per graph, then reused
+//   double ms = b.measure(g, node);           // median ms of one node, cached on disk
+//   double e2e = b.time_end_to_end(g, inputs, 20);
+//   auto pick = b.pick_fastest(candidates, inputs);  // on-board verification of top-k
+//
+// Compilation (dnnl_impl::compile) walks the graph in topological order:
+// weights are read in place, other constant operators are folded once with
+// the reference semantics, every other node is lowered by its file in this
+// folder (conv2d.hpp, matmul.hpp, pool.hpp, eltwise.hpp, binary.hpp,
+// concat.hpp, reorder.hpp, softmax.hpp). A configuration oneDNN refuses, and
+// any opaque node, runs on the reference semantics (or a registered
+// opaque_impls entry) with a one-time warning naming the node; an opaque node
+// without an implementation is an error naming it. Then buffers are planned
+// by liveness (plan_stats: planned vs naive bytes).
+//
+// Not thread-safe: one backend object per thread.
+#include <chrono>
+#include <list>
+
+#include "tsopt/backend/dnnl/binary.hpp"
+#include "tsopt/backend/dnnl/cache.hpp"
+#include "tsopt/backend/dnnl/concat.hpp"
+#include "tsopt/backend/dnnl/conv2d.hpp"
+#include "tsopt/backend/dnnl/eltwise.hpp"
+#include "tsopt/backend/dnnl/matmul.hpp"
+#include "tsopt/backend/dnnl/pool.hpp"
+#include "tsopt/backend/dnnl/reorder.hpp"
+#include "tsopt/backend/dnnl/softmax.hpp"
+#include "tsopt/backend/reference/executor.hpp"
+
+namespace tsopt::backend {
+namespace dnnl_impl {
+
+inline void lower_node(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    if (n.kind == node_kind::opaque) return L.fallback(i, "opaque operator");
+    using K = spec::op_kind;
+    auto m = L.checkpoint();
+    try {
+        switch (n.op) {
+            case K::conv2d: return lower_conv2d(L, i);
+            case K::matmul: return lower_matmul(L, i);
+            case K::avgpool:
+            case K::maxpool: return lower_pool(L, i);
+            case K::relu: return lower_unary(L, i, 1);
+            case K::sigmoid: return lower_unary(L, i, 2);
+            case K::tanh: return lower_unary(L, i, 3);
+            case K::ewadd:
+            case K::ewmul: return lower_binary(L, i);
+            case K::smul:
+                if (!lower_smul_constant(L, i)) lower_smul_runtime(L, i);
+                return;
+            case K::batchnorm: return lower_batchnorm(L, i);
+            case K::concat: return lower_concat(L, i);
+            case K::split: return lower_split(L, i);
+            case K::transpose: return lower_transpose(L, i);
+            case K::enlarge: return lower_enlarge(L, i);
+            case K::pad: return lower_pad(L, i);
+            case K::reshape: return lower_reshape(L, i);
+            case K::softmax: return lower_softmax(L, i);
+            default: throw refused("no oneDNN lowering for this operator");  // constants are folded before
+        }
+    } catch (const dn::error& e) {
+        L.rollback(m, i);
+        L.fallback(i, std::string("oneDNN refused this configuration (") + e.what() + ")");
+    } catch (const refused& e) {
+        L.rollback(m, i);
+        L.fallback(i, e.what());
+    }
+}
+
+inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque) {
+    g.validate();
+    auto p = std::make_unique<plan>(eng);
+    lowering L(*p, g, opaque);
+    std::vector<bool> live(g.size(), false);
+    std::vector<std::size_t> stack;
+    for (value v : g.outputs) stack.push_back(static_cast<std::size_t>(v.node));
+    while (!stack.empty()) {
+        std::size_t i = stack.back();
+        stack.pop_back();
+        if (live[i]) continue;
+        live[i] = true;
+        for (value v : g.nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
+    }
+    for (std::size_t i : g.topological_order()) {
+        const node& n = g.nodes[i];
+        if (n.kind == node_kind::input) {
+            L.set(i, 0, L.fresh(plain_md(to_dims(n.shapes[0]))));
+            continue;
+        }
+        if (!live[i]) continue;
+        if (n.kind == node_kind::weight) {
+            L.cvals[i] = {n.data};
+            L.set(i, 0, L.constant_buffer(n.data));
+        } else if (L.constant[i]) {
+            std::vector<const tensor<float>*> args;
+            for (value v : n.inputs) args.push_back(L.cvals[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)].get());
+            if (n.kind == node_kind::op) {
+                auto res = spec::evaluate<float>(n.op, n.params, args);
+                for (std::size_t o = 0; o < res.size(); ++o) {
+                    L.cvals[i].push_back(std::make_shared<const tensor<float>>(std::move(res[o])));
+                    L.set(i, static_cast<int>(o), L.constant_buffer(L.cvals[i].back()));
+                }
+            }
+        } else {
+            lower_node(L, i);
+        }
+    }
+    for (value v : g.inputs()) p->inputs.push_back(L.vals[static_cast<std::size_t>(v.node)][0]);
+    for (value v : g.outputs) {
+        tref r = L.vals[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)];
+        p->outputs.push_back({L.plain(r, to_dims(g.shape_of(v)), static_cast<std::size_t>(v.node)), g.shape_of(v)});
+    }
+    p->finalize();
+    return p;
+}
+
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace dnnl_impl
+
+class dnnl {
+public:
+    static constexpr std::string_view name = "dnnl";
+
+    struct options {
+        // Where measured times persist. Empty: $TSOPT_CACHE_DIR, else
+        // $XDG_CACHE_HOME/tsopt, else ~/.cache/tsopt.
+        std::filesystem::path cache_dir{};
+        bool persist = true;        // false: measurements live in memory only
+        int warmup = 3;             // untimed runs before timing
+        int min_reps = 7;           // timed runs at least ...
+        int max_reps = 200;         // ... and at most,
+        double min_time_ms = 5;     // stopping once this much time was measured
+        std::size_t max_plans = 32; // compiled plans kept for execute()
+        double verify_tolerance = 1e-2;  // pick_fastest: max relative error vs candidate 0
+    };
+
+    // Implementations for opaque operators, by type name (as in the reference backend).
+    dnnl_impl::opaque_map opaque_impls;
+    std::size_t plan_compiles = 0, plan_reuses = 0;
+
+    dnnl() : dnnl(options{}) {}
+    explicit dnnl(options o)
+        : opt_(std::move(o)),
+          eng_(::dnnl::engine::kind::cpu, 0),
+          cache_(dnnl_impl::machine_id(name),
+                 opt_.persist ? dnnl_impl::measure_cache::file_for(
+                                    opt_.cache_dir.empty() ? dnnl_impl::default_cache_dir() : opt_.cache_dir,
+                                    dnnl_impl::machine_id(name))
+                              : std::filesystem::path{}) {}
+
+    // A fresh plan for g (execute() keeps and reuses them; this does not).
+    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls); }
+
+    std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
+        check_inputs(g, in);
+        return plan_for(g).run(in);
+    }
+
+    // Memory planning and step counts of g's plan.
+    dnnl_impl::plan_stats stats(const graph& g) { return plan_for(g).stats; }
+
+    // Median wall time in ms of whole executions (input copy + every step).
+    double time_end_to_end(const graph& g, std::span<const tensor<float>> in, int reps = 10) {
+        check_inputs(g, in);
+        dnnl_impl::plan& p = plan_for(g);
+        for (int w = 0; w < opt_.warmup; ++w) p.run(in);
+        std::vector<double> t;
+        for (int r = 0; r < std::max(reps, 1); ++r) t.push_back(timed([&] { p.load_inputs(in); p.run_steps(); }));
+        return dnnl_impl::median(t);
+    }
+
+    // Median ms of node `i` of g alone: its configuration (parameters, input
+    // shapes and layouts, constant inputs) compiled in isolation, its own
+    // steps timed (not the layout conversions around it). Inputs, weights and
+    // constant-folded nodes cost 0. Cached in memory and on disk.
+    double measure(const graph& g, std::size_t i) {
+        if (i >= g.size()) throw error("measure: node " + std::to_string(i) + " does not exist (graph has " + std::to_string(g.size()) + ")");
+        const node& n = g.nodes[i];
+        if (n.kind == node_kind::input || n.kind == node_kind::weight) return 0;
+        auto constant = g.constant_mask();
+        if (constant[i]) return 0;
+        std::string key = dnnl_impl::op_key(g, i, constant);
+        if (auto hit = cache_.find(key)) return *hit;
+        // The node alone: constant inputs stay weights (their data, or random
+        // data of their shape), the others become graph inputs.
+        graph h;
+        std::mt19937_64 rng(42);
+        std::map<value, value> remap;
+        for (value v : n.inputs) {
+            if (remap.count(v)) continue;
+            const node& src = g.at(v);
+            if (src.kind == node_kind::weight) {
+                node w = src;
+                w.inputs.clear();
+                h.nodes.push_back(std::move(w));
+                remap[v] = {static_cast<std::int32_t>(h.nodes.size() - 1), 0};
+            } else if (constant[static_cast<std::size_t>(v.node)]) {
+                remap[v] = h.weight(src.name, g.shape_of(v), rng);
+            } else {
+                remap[v] = h.input(src.name + "." + std::to_string(v.output), g.shape_of(v));
+            }
+            h.nodes[static_cast<std::size_t>(remap[v].node)].out_layout = src.out_layout;
+        }
+        node copy = n;
+        for (value& v : copy.inputs) v = remap[v];
+        h.nodes.push_back(std::move(copy));
+        const auto id = static_cast<std::int32_t>(h.nodes.size() - 1);
+        for (int o = 0; o < h.nodes.back().num_outputs(); ++o) h.mark_output({id, o});
+        auto p = compile(h);
+        p->run(random_inputs(h, 7));
+        std::vector<dnnl_impl::step*> mine;
+        for (auto& s : p->steps)
+            if (s.node == id && !s.conversion) mine.push_back(&s);
+        auto body = [&] {
+            for (auto* s : mine) p->run_step(*s);
+            p->strm.wait();
+        };
+        for (int w = 0; w < opt_.warmup; ++w) body();
+        std::vector<double> t;
+        double total = 0;
+        while (static_cast<int>(t.size()) < opt_.max_reps && (static_cast<int>(t.size()) < opt_.min_reps || total < opt_.min_time_ms)) {
+            t.push_back(timed(body));
+            total += t.back();
+        }
+        double ms = dnnl_impl::median(t);
+        cache_.put(key, ms);
+        return ms;
+    }
+
+    struct pick_result {
+        std::size_t best = 0;
+        std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
+        std::vector<double> error;   // max relative error of its outputs vs candidate 0
+        std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
+    };
+    // AutoGraph's on-board verification: runs each candidate on `in`, rejects
+    // those whose outputs disagree with candidate 0 (the optimizer's best by
+    // its cost model), times the others end to end in interleaved rounds (so
+    // drifting machine load hits all alike) and returns the fastest.
+    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
+        if (candidates.empty()) throw error("pick_fastest: no candidates");
+        pick_result r;
+        std::vector<dnnl_impl::plan*> plans;
+        std::vector<tensor<float>> first;
+        for (std::size_t c = 0; c < candidates.size(); ++c) {
+            check_inputs(candidates[c], in);
+            plans.push_back(&plan_for(candidates[c]));
+            auto out = plans.back()->run(in);
+            double e = 0;
+            if (c == 0) first = out;
+            else if (out.size() != first.size()) e = 1e300;
+            else
+                for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
+            r.error.push_back(e);
+            r.rejected.push_back(!(e <= opt_.verify_tolerance));
+        }
+        std::vector<std::vector<double>> t(candidates.size());
+        for (int w = 0; w < opt_.warmup; ++w)
+            for (std::size_t c = 0; c < plans.size(); ++c)
+                if (!r.rejected[c]) plans[c]->run(in);
+        for (int k = 0; k < std::max(reps, 1); ++k)
+            for (std::size_t c = 0; c < plans.size(); ++c)
+                if (!r.rejected[c]) t[c].push_back(timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }));
+        for (std::size_t c = 0; c < plans.size(); ++c) {
+            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : dnnl_impl::median(t[c]));
+            if (r.ms[c] < r.ms[r.best]) r.best = c;
+        }
+        return r;
+    }
+
+    const dnnl_impl::measure_cache& measurements() const { return cache_; }
+    const options& settings() const { return opt_; }
+
+private:
+    template <class F>
+    static double timed(F&& f) {
+        auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    // Plans are keyed by the structural hash (which names weights by their
+    // address; the plan holds them, so an address is not reused meanwhile)
+    // together with every node's shapes.
+    dnnl_impl::plan& plan_for(const graph& g) {
+        std::uint64_t key = g.structural_hash();
+        for (const node& n : g.nodes)
+            for (const shape& s : n.shapes)
+                for (int d = -1; d < s.rank; ++d) key = graph::mix(key, static_cast<std::uint64_t>(d < 0 ? s.rank : s[d]));
+        for (auto it = plans_.begin(); it != plans_.end(); ++it)
+            if (it->first == key) {
+                plans_.splice(plans_.begin(), plans_, it);
+                ++plan_reuses;
+                return *plans_.front().second;
+            }
+        plans_.emplace_front(key, compile(g));
+        ++plan_compiles;
+        if (plans_.size() > opt_.max_plans) plans_.pop_back();
+        return *plans_.front().second;
+    }
+
+    options opt_;
+    ::dnnl::engine eng_;
+    dnnl_impl::measure_cache cache_;
+    std::list<std::pair<std::uint64_t, std::shared_ptr<dnnl_impl::plan>>> plans_;
+};
+
+static_assert(measurer<dnnl>);
+
+}  // namespace tsopt::backend

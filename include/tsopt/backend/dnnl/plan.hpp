@@ -1,0 +1,434 @@
+#pragma once
+// The compiled form of a graph on oneDNN, and the lowering context the
+// per-operator files (conv2d.hpp, matmul.hpp, ...) write into.
+//
+// A plan is a list of steps (a oneDNN primitive with its bound arguments, or
+// a small custom function: memset, reference fallback) over buffers. A buffer
+// is either persistent (weights and constants, folded once at compile time,
+// plus their layout conversions) or lives in one arena whose offsets come
+// from liveness-based memory planning: two buffers share bytes when their
+// lifetimes (first step touching them .. last step reading them) do not
+// overlap. Values carry a oneDNN memory descriptor, so a convolution may leave
+// its result in a blocked layout (nChw16c) that the next convolution, pooling
+// or eltwise reads directly; operators that need row-major data ask for it
+// with `plain()`, which inserts one reorder per (value, layout), shared by
+// every consumer.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "tsopt/backend/backend.hpp"
+
+namespace tsopt::backend::dnnl_impl {
+
+namespace dn = ::dnnl;
+using dims = dn::memory::dims;
+using tag = dn::memory::format_tag;
+inline constexpr auto f32 = dn::memory::data_type::f32;
+
+inline dims to_dims(const shape& s) {
+    dims d(s.begin(), s.end());
+    if (d.empty()) d.push_back(1);  // rank-0 scalars are [1] to oneDNN
+    return d;
+}
+inline std::int64_t elements(const dims& d) {
+    std::int64_t n = 1;
+    for (auto x : d) n *= x;
+    return n;
+}
+inline dn::memory::desc plain_md(const dims& d) {
+    dims st(d.size());
+    std::int64_t acc = 1;
+    for (std::size_t i = d.size(); i-- > 0;) { st[i] = acc; acc *= d[i]; }
+    return dn::memory::desc(d, f32, st);
+}
+inline dn::memory::desc any_md(const dims& d) { return dn::memory::desc(d, f32, tag::any); }
+inline bool is_plain(const dn::memory::desc& md) { return md == plain_md(md.dims()); }
+// `d` with leading 1s up to rank r.
+inline dims pad_front(dims d, std::size_t r) {
+    while (d.size() < r) d.insert(d.begin(), 1);
+    return d;
+}
+
+inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
+    switch (static_cast<spec::activation>(act)) {
+        case spec::activation::relu: return dn::algorithm::eltwise_relu;
+        case spec::activation::sigmoid: return dn::algorithm::eltwise_logistic;
+        case spec::activation::tanh: return dn::algorithm::eltwise_tanh;
+        default: return std::nullopt;
+    }
+}
+
+// One tensor as a step sees it: a buffer and the layout it is read with.
+struct tref {
+    int buf = -1;
+    dn::memory::desc md;
+};
+
+struct buffer {
+    std::size_t bytes = 0;
+    bool persistent = false;
+    const float* external = nullptr;  // persistent: weight / folded constant data owned elsewhere
+    std::vector<float> own;           // persistent: converted constants
+    std::size_t offset = 0;           // arena buffers: planned offset
+    int first = INT_MAX, last = INT_MIN;  // arena buffers: lifetime in steps
+};
+
+using custom_fn = std::function<void(std::span<float* const> in, std::span<float* const> out)>;
+
+struct step {
+    std::int32_t node = -1;
+    bool conversion = false;  // a layout conversion, not the node's own work
+    std::string what;
+    std::optional<dn::primitive> prim;
+    std::vector<std::pair<int, tref>> args;
+    std::size_t scratch = 0;
+    dn::memory::desc scratch_md;
+    custom_fn fn;
+    std::vector<tref> fin, fout;
+    // bound by plan::finalize
+    std::unordered_map<int, dn::memory> mem;
+    std::vector<float*> pin, pout;
+};
+
+struct plan_stats {
+    std::size_t planned_bytes = 0;     // arena size after memory planning
+    std::size_t naive_bytes = 0;       // sum of every arena buffer
+    std::size_t persistent_bytes = 0;  // converted constants (weights are read in place)
+    std::size_t scratch_bytes = 0;     // one scratchpad shared by all primitives
+    std::size_t primitives = 0, conversions = 0, custom_steps = 0, fallbacks = 0;
+};
+
+class plan {
+public:
+    dn::engine eng;
+    dn::stream strm;
+    std::vector<buffer> bufs;
+    std::vector<step> steps;
+    std::vector<tref> inputs;                      // in g.inputs() order
+    std::vector<std::pair<tref, shape>> outputs;   // plain, in g.outputs order
+    std::vector<std::shared_ptr<const tensor<float>>> keep;  // constants read in place
+    plan_stats stats;
+
+    explicit plan(dn::engine e) : eng(std::move(e)), strm(eng) {}
+    plan(const plan&) = delete;
+    plan& operator=(const plan&) = delete;
+
+    float* ptr(int b) {
+        buffer& x = bufs[static_cast<std::size_t>(b)];
+        if (!x.persistent) return reinterpret_cast<float*>(arena_ + x.offset);
+        return x.external ? const_cast<float*>(x.external) : x.own.data();
+    }
+
+    // Memory planning (greedy by size over lifetime intervals) and binding of
+    // every step argument to its address.
+    void finalize() {
+        const int nsteps = static_cast<int>(steps.size());
+        auto touch = [&](int b, int s) {
+            buffer& x = bufs[static_cast<std::size_t>(b)];
+            x.first = std::min(x.first, s);
+            x.last = std::max(x.last, s);
+        };
+        for (int s = 0; s < nsteps; ++s) {
+            for (auto& [arg, r] : steps[static_cast<std::size_t>(s)].args) touch(r.buf, s);
+            for (auto& r : steps[static_cast<std::size_t>(s)].fin) touch(r.buf, s);
+            for (auto& r : steps[static_cast<std::size_t>(s)].fout) touch(r.buf, s);
+        }
+        for (auto& r : inputs) touch(r.buf, -1);
+        for (auto& [r, s] : outputs) touch(r.buf, nsteps);
+        std::vector<int> order;
+        for (std::size_t b = 0; b < bufs.size(); ++b) {
+            buffer& x = bufs[b];
+            x.bytes = (x.bytes + 63) / 64 * 64;
+            if (x.persistent) { stats.persistent_bytes += x.own.size() * sizeof(float); continue; }
+            if (x.first > x.last) continue;  // never used
+            stats.naive_bytes += x.bytes;
+            order.push_back(static_cast<int>(b));
+        }
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bufs[std::size_t(a)].bytes > bufs[std::size_t(b)].bytes; });
+        std::vector<int> placed;
+        for (int b : order) {
+            buffer& x = bufs[static_cast<std::size_t>(b)];
+            std::vector<std::pair<std::size_t, std::size_t>> busy;
+            for (int p : placed) {
+                const buffer& y = bufs[static_cast<std::size_t>(p)];
+                if (x.first <= y.last && y.first <= x.last) busy.push_back({y.offset, y.offset + y.bytes});
+            }
+            std::sort(busy.begin(), busy.end());
+            std::size_t off = 0;
+            for (auto [lo, hi] : busy) {
+                if (off + x.bytes <= lo) break;
+                off = std::max(off, hi);
+            }
+            x.offset = off;
+            stats.planned_bytes = std::max(stats.planned_bytes, off + x.bytes);
+            placed.push_back(b);
+        }
+        std::size_t scratch = 0;
+        for (auto& s : steps) scratch = std::max(scratch, s.scratch);
+        stats.scratch_bytes = scratch;
+        storage_.assign(stats.planned_bytes + scratch + 128, std::byte{0});
+        auto base = reinterpret_cast<std::uintptr_t>(storage_.data());
+        arena_ = storage_.data() + ((64 - base % 64) % 64);
+        std::byte* scratch_ptr = arena_ + (stats.planned_bytes + 63) / 64 * 64;
+        for (auto& s : steps) {
+            for (auto& [arg, r] : s.args) s.mem.emplace(arg, dn::memory(r.md, eng, ptr(r.buf)));
+            if (s.scratch) s.mem.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(s.scratch_md, eng, scratch_ptr));
+            for (auto& r : s.fin) s.pin.push_back(ptr(r.buf));
+            for (auto& r : s.fout) s.pout.push_back(ptr(r.buf));
+            if (s.prim) ++(s.conversion ? stats.conversions : stats.primitives);
+            else ++stats.custom_steps;
+        }
+    }
+
+    void run_step(step& s) {
+        if (s.prim) s.prim->execute(strm, s.mem);
+        else {
+            strm.wait();
+            s.fn(s.pin, s.pout);
+        }
+    }
+    void run_steps() {
+        for (auto& s : steps) run_step(s);
+        strm.wait();
+    }
+    void load_inputs(std::span<const tensor<float>> in) {
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            std::memcpy(ptr(inputs[i].buf), in[i].data.data(), in[i].data.size() * sizeof(float));
+    }
+    std::vector<tensor<float>> read_outputs() {
+        std::vector<tensor<float>> out;
+        for (auto& [r, s] : outputs) {
+            tensor<float> t(s);
+            std::memcpy(t.data.data(), ptr(r.buf), t.data.size() * sizeof(float));
+            out.push_back(std::move(t));
+        }
+        return out;
+    }
+    std::vector<tensor<float>> run(std::span<const tensor<float>> in) {
+        load_inputs(in);
+        run_steps();
+        return read_outputs();
+    }
+
+private:
+    std::vector<std::byte> storage_;
+    std::byte* arena_ = nullptr;
+};
+
+// Reports, once per process and node name, that a node runs on the reference
+// implementation instead of oneDNN.
+inline void warn_fallback_once(const node& n, const std::string& why) {
+    static std::mutex m;
+    static std::set<std::string> seen;
+    std::lock_guard lock(m);
+    if (seen.insert(n.name + "|" + std::string(n.type_name())).second)
+        std::cerr << "tsopt dnnl: " << n.describe() << " runs on the reference implementation: " << why << "\n";
+}
+
+using opaque_fn = std::function<std::vector<tensor<float>>(const node&, std::span<const tensor<float>* const>)>;
+using opaque_map = std::map<std::string, opaque_fn, std::less<>>;
+
+// The lowering context: graph values to buffers, with helpers for the
+// operator files.
+class lowering {
+public:
+    plan& p;
+    const graph& g;
+    const opaque_map& opaque;
+    std::vector<bool> constant;
+    std::vector<std::vector<tref>> vals;  // per node, per output
+    std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
+
+    lowering(plan& pl, const graph& gr, const opaque_map& op)
+        : p(pl), g(gr), opaque(op), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()) {}
+
+    const node& at(std::size_t i) const { return g.nodes[i]; }
+    tref in(std::size_t i, int slot) const {
+        value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
+        return vals[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)];
+    }
+    bool is_const(std::size_t i, int slot) const {
+        return constant[static_cast<std::size_t>(g.nodes[i].inputs[static_cast<std::size_t>(slot)].node)];
+    }
+    const tensor<float>* const_tensor(std::size_t i, int slot) const {
+        value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
+        auto& c = cvals[static_cast<std::size_t>(v.node)];
+        return c.empty() ? nullptr : c[static_cast<std::size_t>(v.output)].get();
+    }
+    const shape& in_shape(std::size_t i, int slot) const { return g.shape_of(g.nodes[i].inputs[static_cast<std::size_t>(slot)]); }
+    dims in_dims(std::size_t i, int slot) const { return to_dims(in_shape(i, slot)); }
+    dims out_dims(std::size_t i, int out = 0) const { return to_dims(g.nodes[i].shapes[static_cast<std::size_t>(out)]); }
+    void set(std::size_t i, int out, tref r) {
+        auto& v = vals[i];
+        if (v.size() < g.nodes[i].shapes.size()) v.resize(g.nodes[i].shapes.size());
+        v[static_cast<std::size_t>(out)] = std::move(r);
+    }
+    bool persistent(const tref& r) const { return p.bufs[static_cast<std::size_t>(r.buf)].persistent; }
+
+    int new_buffer(std::size_t bytes) {
+        buffer b;
+        b.bytes = bytes;
+        p.bufs.push_back(std::move(b));
+        return static_cast<int>(p.bufs.size() - 1);
+    }
+    tref fresh(const dn::memory::desc& md) { return {new_buffer(md.get_size()), md}; }
+    tref constant_buffer(std::shared_ptr<const tensor<float>> t) {
+        buffer b;
+        b.persistent = true;
+        b.bytes = t->data.size() * sizeof(float);
+        b.external = t->data.data();
+        p.bufs.push_back(std::move(b));
+        p.keep.push_back(t);
+        return {static_cast<int>(p.bufs.size() - 1), plain_md(to_dims(t->shape))};
+    }
+
+    dn::primitive_attr attr(std::int32_t act = 0) const {
+        dn::primitive_attr a;
+        a.set_scratchpad_mode(dn::scratchpad_mode::user);
+        if (auto alg = act_algorithm(act)) {
+            dn::post_ops po;
+            po.append_eltwise(1.f, *alg, 0.f, 0.f);
+            a.set_post_ops(po);
+        }
+        return a;
+    }
+
+    // Adds a primitive step built from `pd` (PD::primitive-constructible).
+    template <class Prim, class PD>
+    void add(std::size_t node, const PD& pd, std::vector<std::pair<int, tref>> args, std::string what, bool conversion = false) {
+        step s;
+        s.node = static_cast<std::int32_t>(node);
+        s.conversion = conversion;
+        s.what = std::move(what);
+        s.prim = Prim(pd);
+        s.args = std::move(args);
+        s.scratch_md = pd.scratchpad_desc();
+        s.scratch = s.scratch_md.get_size();
+        p.steps.push_back(std::move(s));
+    }
+    void custom(std::size_t node, custom_fn fn, std::vector<tref> ins, std::vector<tref> outs, std::string what) {
+        step s;
+        s.node = static_cast<std::int32_t>(node);
+        s.what = std::move(what);
+        s.fn = std::move(fn);
+        s.fin = std::move(ins);
+        s.fout = std::move(outs);
+        p.steps.push_back(std::move(s));
+    }
+    // Zero-fills a value's buffer (enlarge, pad write into its interior).
+    void zero(std::size_t node, const tref& r) {
+        std::size_t bytes = r.md.get_size();
+        custom(node, [bytes](std::span<float* const>, std::span<float* const> out) { std::memset(out[0], 0, bytes); }, {}, {r},
+               "zero");
+    }
+
+    // `r` in layout `md`: itself, or a reorder of it (done now for constants,
+    // as a step otherwise), shared by every consumer asking for the same.
+    tref convert(const tref& r, const dn::memory::desc& md, std::size_t node) {
+        if (r.md == md) return r;
+        for (auto& [src, dst] : conversions_)
+            if (src.buf == r.buf && src.md == r.md && dst.md == md) return dst;
+        dn::reorder::primitive_desc pd(p.eng, r.md, p.eng, md, attr());
+        tref out;
+        if (persistent(r)) {
+            buffer b;
+            b.persistent = true;
+            b.own.assign((md.get_size() + sizeof(float) - 1) / sizeof(float), 0.f);
+            b.bytes = md.get_size();
+            p.bufs.push_back(std::move(b));
+            out = {static_cast<int>(p.bufs.size() - 1), md};
+            std::vector<std::byte> scratch(pd.scratchpad_desc().get_size() + 64);
+            std::unordered_map<int, dn::memory> args{{DNNL_ARG_FROM, dn::memory(r.md, p.eng, p.ptr(r.buf))},
+                                                     {DNNL_ARG_TO, dn::memory(md, p.eng, p.ptr(out.buf))}};
+            if (pd.scratchpad_desc().get_size())
+                args.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(pd.scratchpad_desc(), p.eng, scratch.data()));
+            dn::reorder(pd).execute(p.strm, args);
+            p.strm.wait();
+        } else {
+            out = fresh(md);
+            add<dn::reorder>(node, pd, {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, out}}, "reorder", true);
+        }
+        conversions_.push_back({r, out});
+        return out;
+    }
+    // `r` as row-major data viewed with extents `d` (same element count).
+    tref plain(const tref& r, const dims& d, std::size_t node) {
+        tref x = is_plain(r.md) ? r : convert(r, plain_md(r.md.dims()), node);
+        if (elements(d) != elements(x.md.dims()))
+            throw error(g.nodes[node].describe() + ": internal error: cannot view " + std::to_string(elements(x.md.dims())) +
+                        " elements as " + std::to_string(elements(d)));
+        return {x.buf, plain_md(d)};
+    }
+    tref plain_in(std::size_t i, int slot) { return plain(in(i, slot), in_dims(i, slot), i); }
+
+    // Runs node i with the reference semantics (or a registered opaque
+    // implementation) on row-major copies of its inputs.
+    void fallback(std::size_t i, const std::string& why) {
+        const node& n = g.nodes[i];
+        opaque_fn impl;
+        if (n.kind == node_kind::opaque) {
+            auto it = opaque.find(n.opaque->type);
+            if (it == opaque.end())
+                throw error(n.describe() + ": the dnnl backend has no implementation for opaque operator '" + n.opaque->type +
+                            "' (register one in opaque_impls)");
+            impl = it->second;
+        } else {
+            warn_fallback_once(n, why);
+        }
+        std::vector<tref> ins, outs;
+        std::vector<shape> in_shapes;
+        for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
+            ins.push_back(plain_in(i, s));
+            in_shapes.push_back(in_shape(i, s));
+        }
+        for (int o = 0; o < n.num_outputs(); ++o) {
+            outs.push_back(fresh(plain_md(out_dims(i, o))));
+            set(i, o, outs.back());
+        }
+        node copy = n;
+        auto fn = [copy, in_shapes, impl](std::span<float* const> pin, std::span<float* const> pout) {
+            std::vector<tensor<float>> args;
+            std::vector<const tensor<float>*> argp;
+            args.reserve(pin.size());
+            for (std::size_t k = 0; k < pin.size(); ++k) {
+                args.emplace_back(in_shapes[k]);
+                std::memcpy(args.back().data.data(), pin[k], args.back().data.size() * sizeof(float));
+            }
+            for (auto& a : args) argp.push_back(&a);
+            auto res = impl ? impl(copy, argp) : spec::evaluate<float>(copy.op, copy.params, argp);
+            if (res.size() != pout.size()) throw error(copy.describe() + ": implementation returned the wrong number of outputs");
+            for (std::size_t k = 0; k < pout.size(); ++k) {
+                if (!(res[k].shape == copy.shapes[k]))
+                    throw error(copy.describe() + ": implementation returned shape " + res[k].shape.str() + ", expected " +
+                                copy.shapes[k].str());
+                std::memcpy(pout[k], res[k].data.data(), res[k].data.size() * sizeof(float));
+            }
+        };
+        custom(i, fn, ins, outs, "reference fallback");
+        ++p.stats.fallbacks;
+    }
+
+    // Undo a half-lowered node (oneDNN refused a configuration part-way).
+    struct mark { std::size_t steps, conversions; };
+    mark checkpoint() const { return {p.steps.size(), conversions_.size()}; }
+    void rollback(const mark& m, std::size_t i) {
+        p.steps.resize(m.steps);
+        conversions_.resize(m.conversions);
+        vals[i].clear();
+    }
+
+private:
+    std::vector<std::pair<tref, tref>> conversions_;
+};
+
+}  // namespace tsopt::backend::dnnl_impl

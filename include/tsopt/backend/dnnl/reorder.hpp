@@ -1,0 +1,76 @@
+#pragma once
+// Data movement on oneDNN, all as reorders or views:
+//   split      reorder of a sub-memory of the input into each output
+//   transpose  reorder from the input read with permuted strides
+//   enlarge    zero fill, then reorder of the kernel into the centred window
+//   pad        zero fill, then reorder of the input into the interior
+//   reshape    a view: the row-major input buffer with new extents (no step)
+#include "tsopt/backend/dnnl/plan.hpp"
+
+namespace tsopt::backend::dnnl_impl {
+
+inline void reorder_step(lowering& L, std::size_t i, const tref& from, const tref& to, std::string what) {
+    dn::reorder::primitive_desc pd(L.p.eng, from.md, L.p.eng, to.md, L.attr());
+    L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, std::move(what));
+}
+
+inline void lower_split(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    const int ax = n.params[spec::split_p::axis];
+    tref x = L.plain_in(i, 0);
+    std::int64_t off = 0;
+    for (int o = 0; o < 2; ++o) {
+        dims od = L.out_dims(i, o);
+        dims offs(od.size(), 0);
+        offs[static_cast<std::size_t>(ax)] = off;
+        tref part{x.buf, x.md.submemory_desc(od, offs)};
+        tref y = L.fresh(plain_md(od));
+        reorder_step(L, i, part, y, o == 0 ? "split (first part)" : "split (second part)");
+        L.set(i, o, y);
+        off += od[static_cast<std::size_t>(ax)];
+    }
+}
+
+inline void lower_transpose(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    const std::int32_t perm = n.params[spec::transpose_p::perm];
+    tref x = L.plain_in(i, 0);
+    const shape& is = L.in_shape(i, 0);
+    auto ist = strides_of(is);
+    dims od = L.out_dims(i), st(od.size());
+    for (std::size_t k = 0; k < od.size(); ++k) st[k] = ist[spec::perm_axis(perm, static_cast<int>(k))];
+    if (is.rank == 0) st = {1};
+    tref src{x.buf, dn::memory::desc(od, f32, st)};
+    tref y = L.fresh(plain_md(od));
+    reorder_step(L, i, src, y, "transpose");
+    L.set(i, 0, y);
+}
+
+inline void lower_enlarge(lowering& L, std::size_t i) {
+    const shape& ws = L.in_shape(i, 0);
+    dims od = L.out_dims(i);
+    tref y = L.fresh(plain_md(od));
+    tref window{y.buf, y.md.submemory_desc(L.in_dims(i, 0), {0, 0, (od[2] - ws[2]) / 2, (od[3] - ws[3]) / 2})};
+    tref x = L.in(i, 0);
+    dn::reorder::primitive_desc pd(L.p.eng, x.md, L.p.eng, window.md, L.attr());  // before any step is added
+    L.zero(i, y);
+    L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, window}}, "enlarge");
+    L.set(i, 0, y);
+}
+
+inline void lower_pad(lowering& L, std::size_t i) {
+    using namespace spec::pad_p;
+    const node& n = L.at(i);
+    dims od = L.out_dims(i);
+    tref y = L.fresh(plain_md(od));
+    tref inner{y.buf, y.md.submemory_desc(L.in_dims(i, 0), {0, 0, n.params[top], n.params[left]})};
+    tref x = L.in(i, 0);
+    dn::reorder::primitive_desc pd(L.p.eng, x.md, L.p.eng, inner.md, L.attr());
+    L.zero(i, y);
+    L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, inner}}, "pad");
+    L.set(i, 0, y);
+}
+
+inline void lower_reshape(lowering& L, std::size_t i) { L.set(i, 0, L.plain(L.in(i, 0), L.out_dims(i), i)); }
+
+}  // namespace tsopt::backend::dnnl_impl

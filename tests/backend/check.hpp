@@ -1,0 +1,40 @@
+#pragma once
+// Shared helpers for the backend tests: run a graph on oneDNN and on the
+// reference, and compare every output with the project's relative error.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "tsopt/backend/dnnl/executor.hpp"
+#include "tsopt/backend/reference/executor.hpp"
+
+namespace tsopt::test {
+
+// A backend whose measurement cache lives in a fresh temporary folder.
+inline std::filesystem::path fresh_cache_dir(const std::string& tag) {
+    auto d = std::filesystem::temp_directory_path() / ("tsopt-dnnl-test-" + tag + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(d);
+    return d;
+}
+
+// Runs g on both backends with random inputs; checks every output's relative
+// error against the reference and returns the largest.
+inline double check_against_reference(const graph& g, double tol = 1e-4, std::uint64_t seed = 1,
+                                      backend::dnnl* shared = nullptr) {
+    auto in = backend::random_inputs(g, seed);
+    auto want = backend::reference{}.execute(g, in);
+    backend::dnnl local({.persist = false});
+    backend::dnnl& b = shared ? *shared : local;
+    auto got = b.execute(g, in);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        INFO("output ", k, ": got shape ", got[k].shape.str(), ", expected ", want[k].shape.str());
+        double e = relative_error(got[k], want[k]);
+        CHECK(e <= tol);
+        worst = std::max(worst, e);
+    }
+    return worst;
+}
+
+}  // namespace tsopt::test

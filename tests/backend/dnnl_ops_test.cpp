@@ -1,0 +1,299 @@
+// Every operator of the specification on oneDNN equals the reference backend
+// on random inputs (relative error <= 1e-4), one parameter family at a time.
+// Operands are graph inputs, so the oneDNN lowering (not the constant
+// folding) is what runs; a few cases use weights to cover compile-time
+// weight reorders.
+#include "check.hpp"
+
+using namespace tsopt;
+using test::check_against_reference;
+
+namespace {
+
+graph conv_graph(shape x, shape w, conv_options o, bool weight_constant = false, spec::layout out = spec::layout::nchw) {
+    graph g;
+    auto a = g.input("x", x);
+    std::mt19937_64 rng(3);
+    auto k = weight_constant ? g.weight("w", w, rng) : g.input("w", w);
+    auto y = g.conv2d(a, k, o);
+    g.nodes[static_cast<std::size_t>(y.node)].out_layout = out;
+    g.mark_output(y);
+    return g;
+}
+
+// Fails when a node silently fell back to the reference implementation.
+void check_no_fallback(const graph& g) {
+    backend::dnnl b({.persist = false});
+    CHECK(b.stats(g).fallbacks == 0);
+}
+
+}  // namespace
+
+TEST_CASE("dnnl conv2d: stride, padding, groups, dilation, fused activation") {
+    struct cfg { const char* what; shape x, w; conv_options o; };
+    const cfg cases[] = {
+        {"3x3 same", {1, 8, 10, 10}, {16, 8, 3, 3}, {.pad = same}},
+        {"3x3 valid", {2, 5, 9, 7}, {6, 5, 3, 3}, {.pad = valid}},
+        {"stride 2 same", {1, 8, 11, 11}, {8, 8, 3, 3}, {.stride = 2, .pad = same}},
+        {"stride 2x1 valid", {1, 4, 9, 9}, {4, 4, 3, 3}, {.stride_h = 2, .stride_w = 1, .pad = valid}},
+        {"1x1", {1, 32, 7, 7}, {16, 32, 1, 1}, {}},
+        {"5x5 relu", {1, 3, 12, 12}, {8, 3, 5, 5}, {.act = relu}},
+        {"sigmoid", {1, 4, 6, 6}, {4, 4, 3, 3}, {.act = spec::activation::sigmoid}},
+        {"tanh", {1, 4, 6, 6}, {4, 4, 3, 3}, {.act = spec::activation::tanh}},
+        {"groups 4", {1, 16, 8, 8}, {32, 4, 3, 3}, {.act = relu}},
+        {"depthwise", {1, 16, 9, 9}, {16, 1, 3, 3}, {.stride = 2}},
+        {"depthwise multiplier 2", {1, 8, 6, 6}, {16, 1, 3, 3}, {}},
+        {"dilation 2 same", {1, 4, 12, 12}, {8, 4, 3, 3}, {.pad = same, .dilation = 2}},
+        {"dilation 3 valid", {1, 4, 14, 14}, {4, 4, 3, 3}, {.pad = valid, .dilation = 3}},
+        {"1x3 kernel", {1, 4, 8, 8}, {4, 4, 1, 3}, {}},
+    };
+    for (const cfg& c : cases) {
+        INFO(c.what);
+        auto g = conv_graph(c.x, c.w, c.o);
+        check_against_reference(g);
+        check_no_fallback(g);
+        check_against_reference(conv_graph(c.x, c.w, c.o, /*weight_constant=*/true));
+    }
+    INFO("NHWC output requested by the node");
+    auto nhwc = conv_graph({1, 8, 6, 6}, {16, 8, 3, 3}, {.act = relu}, true, spec::layout::nhwc);
+    check_against_reference(nhwc);
+}
+
+TEST_CASE("dnnl pooling: avg counts padding, max, stride, valid, fused activation") {
+    for (auto k : {spec::op_kind::avgpool, spec::op_kind::maxpool})
+        for (pool_options o : {pool_options{.kernel = 3, .stride = 1, .pad = same},
+                               pool_options{.kernel = 3, .stride = 2, .pad = same},
+                               pool_options{.kernel = 2, .stride = 2, .pad = valid},
+                               pool_options{.kernel = 3, .stride = 1, .pad = same, .act = relu},
+                               pool_options{.kernel = 5, .stride = 2, .pad = valid, .act = spec::activation::tanh}}) {
+            INFO(spec::name(k), " kernel ", o.kernel, " stride ", o.stride, " pad ", int(o.pad), " act ", int(o.act));
+            graph g;
+            auto x = g.input("x", {2, 3, 9, 9});
+            g.mark_output(g.pool(k, x, o, "pool"));
+            check_against_reference(g);
+            check_no_fallback(g);
+        }
+}
+
+TEST_CASE("dnnl matmul: plain, batched, broadcast rank-2 operand, fused activation") {
+    struct cfg { shape a, b; spec::activation act; bool b_weight; };
+    const cfg cases[] = {
+        {{5, 7}, {7, 3}, no_activation, false},
+        {{5, 7}, {7, 3}, relu, true},
+        {{4, 5, 7}, {4, 7, 3}, no_activation, false},
+        {{4, 5, 7}, {7, 3}, spec::activation::sigmoid, false},
+        {{5, 7}, {4, 7, 3}, no_activation, false},
+        {{2, 1, 5, 6}, {3, 6, 4}, spec::activation::tanh, false},
+        {{4, 5, 7}, {7, 3}, relu, true},
+    };
+    for (const cfg& c : cases) {
+        INFO("a ", c.a.str(), " b ", c.b.str(), " act ", int(c.act), " weight ", c.b_weight);
+        graph g;
+        std::mt19937_64 rng(5);
+        auto a = g.input("a", c.a);
+        auto b = c.b_weight ? g.weight("b", c.b, rng) : g.input("b", c.b);
+        g.mark_output(g.matmul(a, b, {.act = c.act}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+}
+
+TEST_CASE("dnnl element-wise: relu, sigmoid, tanh, add/mul with broadcasting, smul") {
+    for (auto k : {spec::op_kind::relu, spec::op_kind::sigmoid, spec::op_kind::tanh}) {
+        INFO(spec::name(k));
+        graph g;
+        auto x = g.input("x", {2, 3, 5, 4});
+        g.mark_output(g.add1(k, {}, {x}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+    struct cfg { shape a, b; bool fallback_ok; };
+    const cfg cases[] = {
+        {{2, 3, 4}, {2, 3, 4}, false}, {{2, 3, 4}, {4}, false},     {{2, 3, 4}, {3, 1}, false},
+        {{1, 4}, {3, 2, 4}, false},    {{3, 1}, {1, 4}, true},       {{2, 8, 5, 5}, {1, 8, 1, 1}, false},
+        {{1, 8, 1, 1}, {2, 8, 5, 5}, false},
+    };
+    for (auto k : {spec::op_kind::ewadd, spec::op_kind::ewmul})
+        for (const cfg& c : cases) {
+            INFO(spec::name(k), " ", c.a.str(), " with ", c.b.str());
+            graph g;
+            auto a = g.input("a", c.a);
+            auto b = g.input("b", c.b);
+            g.mark_output(g.add1(k, {}, {a, b}));
+            check_against_reference(g);
+            if (!c.fallback_ok) check_no_fallback(g);
+        }
+    SUBCASE("smul by a run-time scalar and by a constant scalar") {
+        graph g;
+        auto x = g.input("x", {2, 3, 4});
+        auto s = g.input("s", {1});
+        auto c = g.weight("c", tensor<float>({1}, {-2.5f}));
+        g.mark_output(g.smul(x, s));
+        g.mark_output(g.smul(x, c));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+}
+
+TEST_CASE("dnnl batchnorm equals x * scale[c] + shift[c]") {
+    for (shape s : {shape{2, 6, 5, 5}, shape{3, 6}, shape{2, 6, 7}}) {
+        INFO(s.str());
+        graph g;
+        std::mt19937_64 rng(9);
+        auto x = g.input("x", s);
+        auto sc = g.weight("scale", random_float({s[1]}, rng, -2, 2));
+        auto sh = g.weight("shift", random_float({s[1]}, rng, -1, 1));
+        g.mark_output(g.batchnorm(x, sc, sh));
+        check_against_reference(g);
+        check_no_fallback(g);
+        graph h;  // run-time scale and shift
+        auto hx = h.input("x", s);
+        h.mark_output(h.batchnorm(hx, h.input("scale", {s[1]}), h.input("shift", {s[1]})));
+        check_against_reference(h);
+    }
+}
+
+TEST_CASE("dnnl data movement: concat, split, transpose, enlarge, pad, reshape, softmax") {
+    SUBCASE("concat of three along each axis") {
+        for (int ax = 0; ax < 4; ++ax) {
+            INFO("axis ", ax);
+            graph g;
+            shape a{2, 3, 4, 5}, b = a, c = a;
+            b[ax] = 1;
+            c[ax] = 3;
+            g.mark_output(g.concat(ax, {g.input("a", a), g.input("b", b), g.input("c", c)}));
+            check_against_reference(g);
+            check_no_fallback(g);
+        }
+    }
+    SUBCASE("split along each axis") {
+        for (int ax = 0; ax < 4; ++ax) {
+            INFO("axis ", ax);
+            graph g;
+            auto [p, q] = g.split(ax, 1, g.input("x", {2, 3, 4, 5}));
+            g.mark_output(p);
+            g.mark_output(q);
+            check_against_reference(g);
+            check_no_fallback(g);
+        }
+    }
+    SUBCASE("transpose permutations") {
+        graph g;
+        auto x2 = g.input("x2", {5, 7});
+        auto x4 = g.input("x4", {2, 3, 4, 5});
+        g.mark_output(g.transpose(x2, {1, 0}));
+        g.mark_output(g.transpose(x4, {0, 2, 3, 1}));
+        g.mark_output(g.transpose(x4, {3, 1, 0, 2}));
+        g.mark_output(g.transpose(g.reshape(x4, {6, 4, 5}), {0, 2, 1}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+    SUBCASE("enlarge of a run-time kernel, and of a weight feeding a conv") {
+        graph g;
+        spec::op_params p;
+        p[spec::enlarge_p::kh] = 5;
+        p[spec::enlarge_p::kw] = 3;
+        g.mark_output(g.add1(spec::op_kind::enlarge, p, {g.input("w", {4, 2, 1, 3})}));
+        check_against_reference(g);
+        check_no_fallback(g);
+        graph h;
+        std::mt19937_64 rng(1);
+        p[spec::enlarge_p::kw] = 5;
+        auto w = h.add1(spec::op_kind::enlarge, p, {h.weight("w", {4, 2, 3, 3}, rng)});
+        h.mark_output(h.conv2d(h.input("x", {1, 2, 8, 8}), w));
+        check_against_reference(h);
+    }
+    SUBCASE("pad, also of a blocked conv output") {
+        graph g;
+        std::mt19937_64 rng(2);
+        auto x = g.input("x", {2, 3, 5, 6});
+        g.mark_output(g.pad(x, 1, 2, 0, 3));
+        auto c = g.conv2d(g.input("y", {1, 16, 6, 6}), g.weight("w", {16, 16, 3, 3}, rng));
+        g.mark_output(g.pad(c, 2, 0, 1, 1));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+    SUBCASE("reshape is a view, also of a blocked conv output") {
+        graph g;
+        std::mt19937_64 rng(2);
+        auto c = g.conv2d(g.input("y", {1, 16, 4, 4}), g.weight("w", {16, 16, 3, 3}, rng), {.act = relu});
+        auto r = g.reshape(c, {16, 16});
+        g.mark_output(g.matmul(r, g.input("m", {16, 3})));
+        g.mark_output(g.reshape(g.input("x", {2, 3, 4}), {4, 6}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+    SUBCASE("softmax along each axis") {
+        for (int ax = 0; ax < 3; ++ax) {
+            INFO("axis ", ax);
+            graph g;
+            g.mark_output(g.softmax(g.input("x", {3, 4, 5}), ax));
+            check_against_reference(g);
+            check_no_fallback(g);
+        }
+    }
+}
+
+TEST_CASE("dnnl constants are folded once and give the reference values") {
+    graph g;
+    spec::op_params cp;
+    cp[spec::cpool_p::c] = 4;
+    cp[spec::cpool_p::kh] = cp[spec::cpool_p::kw] = 3;
+    auto k = g.add1(spec::op_kind::cpool, cp, {});
+    auto x = g.input("x", {1, 4, 6, 6});
+    g.mark_output(g.conv2d(x, k));                           // conv with cpool == avgpool
+    spec::op_params ip;
+    ip[spec::imatmul_p::n] = 6;
+    g.mark_output(g.matmul(g.reshape(x, {24, 6}), g.add1(spec::op_kind::imatmul, ip, {})));
+    spec::op_params ic;
+    ic[spec::iconv_p::co] = ic[spec::iconv_p::ci] = 4;
+    ic[spec::iconv_p::k] = 3;
+    g.mark_output(g.conv2d(x, g.add1(spec::op_kind::iconv, ic, {})));
+    spec::op_params ie;
+    ie[spec::iewmul_p::rank] = 4;
+    ie[spec::iewmul_p::d0] = 1; ie[spec::iewmul_p::d0 + 1] = 4; ie[spec::iewmul_p::d0 + 2] = 6; ie[spec::iewmul_p::d0 + 3] = 6;
+    g.mark_output(g.ewmul(x, g.add1(spec::op_kind::iewmul, ie, {})));
+    check_against_reference(g);
+    backend::dnnl b({.persist = false});
+    auto st = b.stats(g);
+    CHECK(st.fallbacks == 0);
+}
+
+TEST_CASE("dnnl falls back to the reference for opaque nodes and refused configurations, never wrong") {
+    graph g;
+    auto x = g.input("x", {2, 3});
+    auto op = std::make_shared<const opaque_op>(opaque_op{"Negate", "", "", 0});
+    auto y = g.opaque(op, {x}, {shape{2, 3}}, "neg")[0];
+    g.mark_output(g.relu(y));
+    backend::dnnl b({.persist = false});
+    auto in = backend::random_inputs(g, 3);
+    SUBCASE("no implementation: an error naming the node") {
+        CHECK_THROWS_WITH_AS(b.execute(g, in), doctest::Contains("'neg'"), tsopt::error);
+    }
+    SUBCASE("registered implementation") {
+        auto neg = [](const node&, std::span<const tensor<float>* const> a) {
+            tensor<float> t = *a[0];
+            for (auto& v : t.data) v = -v;
+            return std::vector<tensor<float>>{t};
+        };
+        b.opaque_impls["Negate"] = neg;
+        backend::reference r;
+        r.opaque_impls["Negate"] = neg;
+        auto got = b.execute(g, in);
+        CHECK(relative_error(got[0], r.execute(g, in)[0]) == 0);
+        CHECK(b.stats(g).fallbacks == 1);
+    }
+    SUBCASE("both binary operands broadcast: reference fallback, right result") {
+        graph h;
+        h.mark_output(h.ewadd(h.input("a", {3, 1}), h.input("b", {1, 4})));
+        check_against_reference(h);
+    }
+}
+
+TEST_CASE("dnnl execute checks its inputs") {
+    graph g;
+    g.mark_output(g.relu(g.input("x", {2, 3})));
+    backend::dnnl b({.persist = false});
+    std::vector<tensor<float>> wrong{tensor<float>(shape{3, 2})};
+    CHECK_THROWS_WITH_AS(b.execute(g, wrong), doctest::Contains("'x'"), tsopt::error);
+}

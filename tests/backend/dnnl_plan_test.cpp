@@ -1,0 +1,212 @@
+// The oneDNN backend as a whole: small graphs and zoo models equal the
+// reference, plans are compiled once and reused, memory planning shares
+// buffers, measure() is positive and cached in memory and on disk, corrupt
+// cache files are ignored, end-to-end timing and pick_fastest work.
+#include <fstream>
+
+#include "check.hpp"
+#include "tsopt/zoo/zoo.hpp"
+
+using namespace tsopt;
+using test::check_against_reference;
+
+namespace {
+
+// conv -> relu -> ... : a chain of n layers.
+graph chain(int n, std::int64_t c = 16, std::int64_t hw = 16) {
+    graph g;
+    std::mt19937_64 rng(11);
+    auto x = g.input("x", {1, c, hw, hw});
+    for (int i = 0; i < n; ++i) x = g.relu(g.conv2d(x, g.weight("w" + std::to_string(i), {c, c, 3, 3}, rng)));
+    g.mark_output(x);
+    return g;
+}
+
+// A small inception-like block touching most operators at once.
+graph block() {
+    graph g;
+    std::mt19937_64 rng(12);
+    auto x = g.input("x", {2, 8, 12, 12});
+    auto a = g.conv2d(x, g.weight("wa", {8, 8, 1, 1}, rng), {.act = relu});
+    auto b = g.conv2d(x, g.weight("wb", {8, 8, 3, 3}, rng), {.act = relu});
+    auto c = g.maxpool(x, {.kernel = 3, .stride = 1});
+    auto d = g.conv2d(x, g.weight("wd", {8, 1, 3, 3}, rng), {.pad = same});
+    auto bn = g.batchnorm(d, g.weight("s", {8}, rng), g.weight("t", {8}, rng));
+    auto cat = g.concat(1, {a, b, c, bn});
+    auto e = g.ewadd(g.avgpool(cat, {.kernel = 3, .stride = 2}), g.weight("bias", {32, 1, 1}, rng));
+    auto [p, q] = g.split(1, 16, e);
+    auto m = g.ewmul(g.sigmoid(p), g.tanh(q));
+    auto f = g.reshape(m, {2, 16 * 6 * 6});
+    auto logits = g.matmul(f, g.weight("fc", {16 * 6 * 6, 10}, rng));
+    g.mark_output(g.softmax(logits, 1));
+    g.mark_output(g.transpose(m, {0, 2, 3, 1}));
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("dnnl whole graphs equal the reference") {
+    check_against_reference(chain(4));
+    check_against_reference(block());
+    backend::dnnl b({.persist = false});
+    CHECK(b.stats(block()).fallbacks == 0);
+}
+
+TEST_CASE("dnnl plans are compiled once per graph and reused") {
+    backend::dnnl b({.persist = false});
+    auto g = block();
+    auto in = backend::random_inputs(g, 4);
+    auto r1 = b.execute(g, in);
+    auto r2 = b.execute(g, in);
+    CHECK(b.plan_compiles == 1);
+    CHECK(b.plan_reuses == 1);
+    REQUIRE(r1.size() == r2.size());
+    for (std::size_t k = 0; k < r1.size(); ++k) CHECK(r1[k] == r2[k]);  // same plan, same bits
+    auto in2 = backend::random_inputs(g, 5);  // new inputs through the same plan
+    auto want = backend::reference{}.execute(g, in2);
+    auto got = b.execute(g, in2);
+    for (std::size_t k = 0; k < got.size(); ++k) CHECK(relative_error(got[k], want[k]) <= 1e-4);
+    CHECK(b.plan_compiles == 1);
+    auto h = chain(2);
+    b.execute(h, backend::random_inputs(h, 1));
+    CHECK(b.plan_compiles == 2);
+}
+
+TEST_CASE("dnnl memory planning reuses buffers whose last consumer has run") {
+    backend::dnnl b({.persist = false});
+    auto g = chain(8);
+    auto st = b.stats(g);
+    MESSAGE("chain of 8 conv+relu: planned ", st.planned_bytes, " bytes vs naive ", st.naive_bytes, " bytes; ", st.primitives,
+            " primitives, ", st.conversions, " conversions");
+    // 16 values of 16 KiB (plus blocked copies); at most 3 are live at once.
+    CHECK(st.naive_bytes >= 16u * 16 * 16 * 16 * 4);
+    CHECK(st.planned_bytes * 4 <= st.naive_bytes);
+    check_against_reference(g, 1e-4, 1, &b);  // reuse did not corrupt anything
+    auto bs = b.stats(block());
+    MESSAGE("block: planned ", bs.planned_bytes, " vs naive ", bs.naive_bytes);
+    CHECK(bs.planned_bytes < bs.naive_bytes);
+}
+
+TEST_CASE("dnnl measure: positive, cached in memory and on disk, corrupt cache ignored") {
+    auto dir = test::fresh_cache_dir("measure");
+    auto g = block();
+    std::size_t conv = 0;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (g.nodes[i].is_op(spec::op_kind::conv2d)) conv = i;
+    double t1 = 0;
+    std::filesystem::path file;
+    {
+        backend::dnnl b({.cache_dir = dir, .min_reps = 3, .min_time_ms = 1});
+        t1 = b.measure(g, conv);
+        CHECK(t1 > 0);
+        CHECK(b.measurements().misses == 1);
+        CHECK(b.measure(g, conv) == t1);  // second call: cache hit, same answer
+        CHECK(b.measurements().hits == 1);
+        CHECK(b.measure(g, 0) == 0);  // the input costs nothing
+        for (std::size_t i = 0; i < g.size(); ++i)
+            if (g.nodes[i].kind == node_kind::op) CHECK(b.measure(g, i) >= 0);
+        file = b.measurements().file();
+        CHECK(std::filesystem::exists(file));
+        CHECK(file.parent_path() == dir);
+    }
+    {
+        backend::dnnl b({.cache_dir = dir});
+        CHECK(b.measurements().loaded > 1);
+        CHECK(b.measure(g, conv) == t1);  // reloaded from disk, not re-measured
+        CHECK(b.measurements().misses == 0);
+    }
+    SUBCASE("corrupt file: warning, ignored, then replaced") {
+        { std::ofstream(file) << "tsopt-measure-cache v1\nmachine\tnot this one\nconv2d\tfast\n"; }
+        backend::dnnl b({.cache_dir = dir, .min_reps = 3, .min_time_ms = 1});
+        CHECK(b.measurements().loaded == 0);
+        CHECK(b.measure(g, conv) > 0);
+        backend::dnnl again({.cache_dir = dir});
+        CHECK(again.measurements().loaded == 1);
+    }
+    SUBCASE("garbage lines") {
+        std::string head;
+        {
+            std::ifstream f(file);
+            std::string l1, l2;
+            std::getline(f, l1);
+            std::getline(f, l2);
+            head = l1 + "\n" + l2 + "\n";
+        }
+        { std::ofstream(file) << head << "conv2d|p=1\t12abc\n"; }
+        backend::dnnl b({.cache_dir = dir});
+        CHECK(b.measurements().loaded == 0);
+        { std::ofstream(file, std::ios::binary) << std::string("\0\xff\x01garbage", 10); }
+        backend::dnnl c({.cache_dir = dir});
+        CHECK(c.measurements().loaded == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("dnnl measure is keyed by the configuration") {
+    backend::dnnl b({.persist = false, .min_reps = 3, .min_time_ms = 1});
+    auto small = chain(1, 8, 8), large = chain(1, 32, 32);
+    auto conv_of = [](const graph& g) {
+        for (std::size_t i = 0; i < g.size(); ++i)
+            if (g.nodes[i].is_op(spec::op_kind::conv2d)) return i;
+        return std::size_t{0};
+    };
+    double s = b.measure(small, conv_of(small)), l = b.measure(large, conv_of(large));
+    CHECK(b.measurements().misses == 2);
+    MESSAGE("conv 8x8x8: ", s, " ms, conv 32x32x32: ", l, " ms");
+    // 64x the work; only a warning, since on a loaded shared machine an OpenMP
+    // thread preempted mid-barrier can cost a small op a whole time slice.
+    WARN(l > s);
+}
+
+TEST_CASE("dnnl time_end_to_end and pick_fastest") {
+    backend::dnnl b({.persist = false, .warmup = 1});
+    auto fast = chain(1, 16, 16), slow = chain(6, 16, 16);
+    auto in = backend::random_inputs(fast, 2);
+    double tf = b.time_end_to_end(fast, in, 5), ts = b.time_end_to_end(slow, in, 5);
+    CHECK(tf > 0);
+    WARN(ts > tf);  // 6x the work (a warning for the same reason as above)
+    // pick_fastest rejects a candidate whose outputs disagree (chain(6) is a
+    // different function), and picks the fastest of the agreeing ones.
+    std::vector<graph> cands{slow, chain(1, 16, 16), fast};
+    auto r = b.pick_fastest(cands, in, 5);
+    REQUIRE(r.ms.size() == 3);
+    CHECK(r.rejected[0] == false);
+    CHECK(r.rejected[1] == true);
+    CHECK(r.rejected[2] == true);
+    CHECK(r.best == 0);
+    // Two equivalent candidates: the same chain, one with each conv+relu fused.
+    graph fused;
+    {
+        std::mt19937_64 rng(11);
+        auto x = fused.input("x", {1, 16, 16, 16});
+        for (int i = 0; i < 6; ++i) x = fused.conv2d(x, fused.weight("w" + std::to_string(i), {16, 16, 3, 3}, rng), {.act = relu});
+        fused.mark_output(x);
+    }
+    std::vector<graph> eq{slow, fused};
+    auto r2 = b.pick_fastest(eq, in, 7);
+    MESSAGE("unfused ", r2.ms[0], " ms, fused ", r2.ms[1], " ms, error ", r2.error[1]);
+    CHECK(!r2.rejected[1]);
+    CHECK(r2.error[1] <= 1e-4);
+    CHECK(r2.ms[r2.best] <= r2.ms[1 - r2.best]);
+    CHECK_THROWS_AS(b.pick_fastest(std::span<const graph>{}, in), tsopt::error);
+}
+
+TEST_CASE("dnnl runs every zoo model at a small size like the reference") {
+    backend::dnnl b({.persist = false});
+    for (const auto& m : zoo::models()) {
+        INFO(m.name);
+        zoo::options o{.batch = 1, .image = 32, .width_div = 16, .depth_div = 4, .length = 4};
+        graph g;
+        try {
+            g = m.build(o);
+        } catch (const tsopt::error& e) {
+            // Some nets need a larger image (inception's stride-2 valid stem).
+            MESSAGE(m.name, ": cannot build at image 32 (", std::string(e.what()), "), using image 96");
+            o.image = 96;
+            g = m.build(o);
+        }
+        double e = check_against_reference(g, 1e-4, 1, &b);
+        MESSAGE(m.name, ": ", g.op_count(), " operators, relative error ", e, ", fallbacks ", b.stats(g).fallbacks);
+        CHECK(b.stats(g).fallbacks == 0);
+    }
+}
