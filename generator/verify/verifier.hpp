@@ -1,0 +1,55 @@
+#pragma once
+// Z3 verifier for generated rules (TASO style). Tensors are values of one
+// uninterpreted sort T; every operator output is an uninterpreted function
+// over Int parameters and T inputs; the axioms (spec/axioms.hpp) become
+// universally quantified equations with E-matching triggers. A candidate is
+// proven when the negation of its output equalities is unsatisfiable under
+// the axioms. See docs/verification.md.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tsopt/spec/axiom_dsl.hpp"
+
+namespace tsopt::gen {
+
+struct candidate {            // a rule proposed by the generator
+    std::vector<spec::pattern_node> src, dst;      // topologically ordered
+    std::vector<spec::value_ref> src_out, dst_out;  // src_out[i] must equal dst_out[i]
+};
+
+enum class verdict { proven, unproven, timeout };
+struct verify_result {
+    verdict v;
+    double seconds;
+    std::string detail;
+};
+
+// The candidate `lhs => rhs` of an equation (one output each).
+candidate to_candidate(const spec::equation& eq);
+
+class verifier {  // one per thread: a z3::context is not thread-safe
+public:
+    verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms);
+    ~verifier();
+    verifier(verifier&&) noexcept;
+    verifier& operator=(verifier&&) noexcept;
+
+    // Parameter variables of the candidate range over the generation domains
+    // of the slots they occupy (as the axioms' do); tensor variables and
+    // parameters of domain-less slots are arbitrary.
+    verify_result prove(const candidate& c);
+    // An equation under its side conditions (used by the redundancy check).
+    verify_result prove(const spec::axiom& a);
+
+    std::size_t axiom_count() const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> p_;
+};
+
+const char* to_string(verdict v);
+
+}  // namespace tsopt::gen

@@ -1,0 +1,164 @@
+#pragma once
+// The axiom set: operator properties the Z3 verifier proves generated rules
+// from. The first block is TASO's Table 2 (SOSP'19), translated one by one
+// from TASO's verifier (verify/verify.py: its 44 axioms, of which Table 2
+// lists 43, plus the lemmas it assumes); the second block adds properties of
+// the further operators (sigmoid, tanh, batchnorm) and a few identities TASO
+// states as lemmas.
+//
+// Conventions (see docs/verification.md):
+//  - tensor variables x, y, z, w; parameter variables p0..p5 stand for every
+//    value of the slots' generation domains (the verifier guards them so);
+//  - split0/split1 split at the point recorded by the tensor's concat
+//    history, so `split0(a, concat(a, x, y)) == x`;
+//  - constant operators take their extents from the tensors they act on,
+//    through pdim terms (`imatmul(pdim(x, 1))`).
+// Every axiom is checked against the operator semantics by
+// generator/verify/axiom_check (symbolic execution over small shapes).
+#include "tsopt/spec/axiom_dsl.hpp"
+
+namespace tsopt::spec {
+namespace axiom_detail {
+using namespace vars;
+inline constexpr param_term t10 = pconst(pack_perm({1, 0}));    // 2-D transpose
+inline constexpr param_term t021 = pconst(pack_perm({0, 2, 1}));  // batched transpose
+inline constexpr param_term ax0 = pconst(0), ax1 = pconst(1), ax2 = pconst(2);
+// Extent d of tensor variable v.
+consteval param_term dim(const expr& v, int d) { return pdim(v.root, d); }
+}  // namespace axiom_detail
+
+inline constexpr std::array all_axioms = [] {
+    using namespace axiom_detail;
+    // conv2d(stride_h, stride_w, pad, act, input, weight); p0, p1 strides, p2 padding, p3 activation.
+    return std::array{
+        // --- TASO Table 2 --------------------------------------------------
+        // ewadd and ewmul are associative, commutative and distributive.
+        make_axiom("ewadd-assoc", ewadd(x, ewadd(y, z)) == ewadd(ewadd(x, y), z)),
+        make_axiom("ewadd-comm", ewadd(x, y) == ewadd(y, x)),
+        make_axiom("ewmul-assoc", ewmul(x, ewmul(y, z)) == ewmul(ewmul(x, y), z)),
+        make_axiom("ewmul-comm", ewmul(x, y) == ewmul(y, x)),
+        make_axiom("ewmul-distrib-ewadd", ewmul(ewadd(x, y), z) == ewadd(ewmul(x, z), ewmul(y, z))),
+        // Scalar multiplication (w a one-element tensor).
+        make_axiom("smul-assoc", smul(smul(x, y), w) == smul(x, smul(y, w))),
+        make_axiom("smul-distrib-ewadd", smul(ewadd(x, y), w) == ewadd(smul(x, w), smul(y, w))),
+        make_axiom("smul-ewmul", smul(ewmul(x, y), w) == ewmul(x, smul(y, w))),
+        make_axiom("smul-transpose", smul(transpose(p0, x), w) == transpose(p0, smul(x, w))),
+        make_axiom("smul-matmul", smul(matmul(none, x, y), w) == matmul(none, x, smul(y, w))),
+        make_axiom("smul-concat", smul(concat(p0, x, y), w) == concat(p0, smul(x, w), smul(y, w))),
+        make_axiom("conv-smul-input-weight",
+                   conv2d(p0, p1, p2, p3, smul(x, w), y) == conv2d(p0, p1, p2, p3, x, smul(y, w))),
+        make_axiom("smul-conv", smul(conv2d(p0, p1, p2, none, x, y), w) == conv2d(p0, p1, p2, none, smul(x, w), y)),
+        // relu.
+        make_axiom("relu-conv", relu(conv2d(p0, p1, p2, none, x, y)) == conv2d(p0, p1, p2, relu_act, x, y)),
+        make_axiom("relu-concat", relu(concat(p0, x, y)) == concat(p0, relu(x), relu(y))),
+        make_axiom("relu-transpose", relu(transpose(p0, x)) == transpose(p0, relu(x))),
+        // conv2d is linear in its weight and in its input (no activation).
+        make_axiom("conv-distrib-ewadd-weight",
+                   conv2d(p0, p1, p2, none, x, ewadd(y, z)) ==
+                       ewadd(conv2d(p0, p1, p2, none, x, y), conv2d(p0, p1, p2, none, x, z))),
+        make_axiom("conv-distrib-ewadd-input",
+                   conv2d(p0, p1, p2, none, ewadd(x, y), z) ==
+                       ewadd(conv2d(p0, p1, p2, none, x, z), conv2d(p0, p1, p2, none, y, z))),
+        // Sum of two convs == one conv over channel-concatenated inputs and weights.
+        make_axiom("conv-concat-sum",
+                   ewadd(conv2d(p0, p1, p2, none, x, y), conv2d(p0, p1, p2, none, z, w)) ==
+                       conv2d(p0, p1, p2, none, concat(ax1, x, z), concat(ax1, y, w))),
+        make_axiom("matmul-concat-sum",
+                   ewadd(matmul(none, x, y), matmul(none, z, w)) == matmul(none, concat(ax1, x, z), concat(ax0, y, w))),
+        // concat commutes with element-wise operators.
+        make_axiom("concat-ewadd", concat(p0, ewadd(x, y), ewadd(z, w)) == ewadd(concat(p0, x, z), concat(p0, y, w))),
+        make_axiom("concat-ewmul", concat(p0, ewmul(x, y), ewmul(z, w)) == ewmul(concat(p0, x, z), concat(p0, y, w))),
+        // conv2d over batch-concatenated inputs, and over output-channel-concatenated weights.
+        make_axiom("conv-concat-batch",
+                   concat(ax0, conv2d(p0, p1, p2, p3, x, z), conv2d(p0, p1, p2, p3, y, z)) ==
+                       conv2d(p0, p1, p2, p3, concat(ax0, x, y), z)),
+        make_axiom("conv-concat-weight",
+                   concat(ax1, conv2d(p0, p1, p2, p3, x, y), conv2d(p0, p1, p2, p3, x, z)) ==
+                       conv2d(p0, p1, p2, p3, x, concat(ax0, y, z))),
+        make_axiom("matmul-assoc", matmul(none, x, matmul(none, y, z)) == matmul(none, matmul(none, x, y), z)),
+        // split undoes concat.
+        make_axiom("split0-concat", split0(p0, concat(p0, x, y)) == x),
+        make_axiom("split1-concat", split1(p0, concat(p0, x, y)) == y),
+        make_axiom("matmul-concat-cols",
+                   matmul(none, x, concat(ax1, y, z)) == concat(ax1, matmul(none, x, y), matmul(none, x, z))),
+        make_axiom("matmul-distrib-ewadd",
+                   matmul(none, x, ewadd(y, z)) == ewadd(matmul(none, x, y), matmul(none, x, z))),
+        // transpose (every permutation in transpose's domain is an involution).
+        make_axiom("transpose-involution", transpose(p0, transpose(p0, x)) == x),
+        make_axiom("transpose-matmul",
+                   transpose(p0, matmul(none, x, y)) == matmul(none, transpose(p0, y), transpose(p0, x))),
+        make_axiom("transpose-concat", transpose(t10, concat(ax0, x, y)) == concat(ax1, transpose(t10, x), transpose(t10, y))),
+        // Concat geometry: a 2x2 block tensor can be assembled by rows or by columns.
+        make_axiom("concat-geometry",
+                   concat(p0, concat(p1, x, y), concat(p1, z, w)) == concat(p1, concat(p0, x, z), concat(p0, y, w)),
+                   {differ(p0, p1)}),
+        make_axiom("transpose-ewadd", transpose(p0, ewadd(x, y)) == ewadd(transpose(p0, x), transpose(p0, y))),
+        make_axiom("transpose-ewmul", transpose(p0, ewmul(x, y)) == ewmul(transpose(p0, x), transpose(p0, y))),
+        // Pooling over channel / batch concatenation (pool(kh, kw, sh, sw, pad, act)).
+        make_axiom("avgpool-concat-channel",
+                   concat(ax1, avgpool(p0, p1, p2, p3, p4, p5, x), avgpool(p0, p1, p2, p3, p4, p5, y)) ==
+                       avgpool(p0, p1, p2, p3, p4, p5, concat(ax1, x, y))),
+        make_axiom("maxpool-concat-batch",
+                   concat(ax0, maxpool(p0, p1, p2, p3, p4, p5, x), maxpool(p0, p1, p2, p3, p4, p5, y)) ==
+                       maxpool(p0, p1, p2, p3, p4, p5, concat(ax0, x, y))),
+        make_axiom("maxpool-concat-channel",
+                   concat(ax1, maxpool(p0, p1, p2, p3, p4, p5, x), maxpool(p0, p1, p2, p3, p4, p5, y)) ==
+                       maxpool(p0, p1, p2, p3, p4, p5, concat(ax1, x, y))),
+        // Constant operators.
+        make_axiom("conv-cpool-avgpool",
+                   conv2d(p0, p1, p2, p3, x, cpool(dim(x, 1), p4, p5)) == avgpool(p4, p5, p0, p1, p2, p3, x)),
+        make_axiom("conv-iconv-identity", conv2d(one, one, same, none, x, iconv(dim(x, 1), p1, p0)) == x),
+        make_axiom("matmul-imatmul-identity", matmul(none, x, imatmul(dim(x, 1))) == x),
+        make_axiom("ewmul-iewmul-identity", ewmul(x, iewmul()) == x),
+        make_axiom("avgpool-iconv-cpool", avgpool(p0, p0, one, one, same, none, iconv(p1, one, p0)) == cpool(p1, p0, p0)),
+        make_axiom("conv-enlarge",
+                   conv2d(p0, p1, same, p3, x, enlarge(p4, p5, y)) == conv2d(p0, p1, same, p3, x, y)),
+
+        // --- TASO's lemmas and further identities ------------------------------
+        make_axiom("imatmul-matmul-identity", matmul(none, imatmul(dim(x, 0)), x) == x),
+        make_axiom("transpose-imatmul", transpose(t10, imatmul(p0)) == imatmul(p0)),
+        make_axiom("avgpool-concat-batch",
+                   concat(ax0, avgpool(p0, p1, p2, p3, p4, p5, x), avgpool(p0, p1, p2, p3, p4, p5, y)) ==
+                       avgpool(p0, p1, p2, p3, p4, p5, concat(ax0, x, y))),
+        make_axiom("relu-idempotent", relu(relu(x)) == relu(x)),
+        make_axiom("concat-split", concat(p0, split0(p0, x), split1(p0, x)) == x),
+        make_axiom("transpose-concat-batch",
+                   transpose(t021, concat(ax0, x, y)) == concat(ax0, transpose(t021, x), transpose(t021, y))),
+        make_axiom("transpose-concat-rows",
+                   transpose(t021, concat(ax1, x, y)) == concat(ax2, transpose(t021, x), transpose(t021, y))),
+        // sigmoid and tanh: opaque element-wise functions.
+        make_axiom("sigmoid-concat", sigmoid(concat(p0, x, y)) == concat(p0, sigmoid(x), sigmoid(y))),
+        make_axiom("sigmoid-transpose", sigmoid(transpose(p0, x)) == transpose(p0, sigmoid(x))),
+        make_axiom("sigmoid-split0", split0(p0, sigmoid(x)) == sigmoid(split0(p0, x))),
+        make_axiom("sigmoid-split1", split1(p0, sigmoid(x)) == sigmoid(split1(p0, x))),
+        make_axiom("tanh-concat", tanh(concat(p0, x, y)) == concat(p0, tanh(x), tanh(y))),
+        make_axiom("tanh-transpose", tanh(transpose(p0, x)) == transpose(p0, tanh(x))),
+        make_axiom("tanh-split0", split0(p0, tanh(x)) == tanh(split0(p0, x))),
+        make_axiom("tanh-split1", split1(p0, tanh(x)) == tanh(split1(p0, x))),
+        // batchnorm is per channel: it distributes over concat along any other axis.
+        make_axiom("batchnorm-concat",
+                   batchnorm(concat(p0, x, y), z, w) == concat(p0, batchnorm(x, z, w), batchnorm(y, z, w)),
+                   {differ(p0, ax1)}),
+    };
+}();
+
+// Number of axioms translated from TASO's verifier (the first entries of all_axioms).
+inline constexpr std::size_t taso_axiom_count = 44;
+
+constexpr const axiom* find_axiom(std::string_view n) {
+    for (const axiom& a : all_axioms)
+        if (a.name == n) return &a;
+    return nullptr;
+}
+
+namespace detail {
+consteval bool axiom_names_unique() {
+    for (std::size_t i = 0; i < all_axioms.size(); ++i)
+        for (std::size_t j = i + 1; j < all_axioms.size(); ++j)
+            if (all_axioms[i].name == all_axioms[j].name) return false;
+    return true;
+}
+}  // namespace detail
+static_assert(detail::axiom_names_unique(), "spec::all_axioms: two axioms share a name");
+
+}  // namespace tsopt::spec
