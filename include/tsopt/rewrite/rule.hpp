@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "tsopt/spec/dsl.hpp"
+#include "tsopt/spec/axiom_dsl.hpp"
 
 namespace tsopt::rewrite {
 
@@ -23,6 +23,11 @@ struct rule {
     std::span<const spec::value_ref> dst_out;
     int num_tensor_vars = 0;
     int num_param_vars = 0;
+    // Side conditions that must hold on a match (parameter terms compared
+    // for equality / inequality; dim_of terms express shape constraints the
+    // operators' shape rules do not imply, e.g. "y and z have equal extents"
+    // where broadcasting would otherwise accept them). Empty: none.
+    std::span<const spec::condition> where{};
 };
 
 }  // namespace tsopt::rewrite

@@ -1,0 +1,262 @@
+#pragma once
+// Rule application: replace a match of a rule's source by its target.
+//
+//   if (auto g2 = rewrite::apply(g, rule, m, &why)) ...   // one result
+//   auto gs = rewrite::apply_all(ix, rule, m, {.layouts = true});   // + layout variants
+//
+// Steps (TASO §4): create the target nodes (parameter terms evaluated:
+// constants, variables bound by the match, dim_of extents of matched or newly
+// created tensors); infer their shapes with the operators' shape rules and
+// reject the application when a rule does not fit (the message names the
+// node); require each replacement to have the shape of the value it replaces;
+// point every consumer of src_out[i] (and graph outputs) at dst_out[i]; reject
+// the result when it has a cycle (TASO Figure 6: a consumer of a source output
+// that is also an ancestor of one of the target's inputs); drop dead nodes.
+// A target node identical to an existing node outside the match (same
+// operator, parameters and inputs) is reused instead of duplicated.
+//
+// Layouts (TASO §5): with `layouts` on, every new operator node whose
+// declaration supports several layouts (op_decl::layouts: matmul row/column
+// major, conv NCHW/NHWC) is tried in each of them, one graph per combination
+// (at most `max_layout_variants`). Layouts are physical only: values never
+// change, only what cost models see.
+#include <bit>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tsopt/rewrite/match.hpp"
+
+namespace tsopt::rewrite {
+
+struct apply_options {
+    bool layouts = false;            // enumerate layouts of new nodes
+    std::size_t max_layout_variants = 4;
+};
+
+// Layouts an operator supports, in enumeration order (the default first).
+// Operators that declare `any_layout` do not care: only the default.
+inline std::vector<spec::layout> supported_layouts(spec::op_kind k) {
+    spec::layout_mask m = spec::decl(k).layouts;
+    if (m == spec::any_layout) return {spec::layout::row_major};
+    std::vector<spec::layout> r;
+    for (int b = 0; b < 8; ++b)
+        if (m & (1u << b)) r.push_back(static_cast<spec::layout>(b));
+    return r;
+}
+
+namespace detail {
+
+// True when g has no cycle (Kahn's algorithm, no exception on failure).
+inline bool acyclic(const graph& g) {
+    std::vector<int> indeg(g.size(), 0);
+    std::vector<std::vector<std::int32_t>> cons(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        indeg[i] = static_cast<int>(g.nodes[i].inputs.size());
+        for (value v : g.nodes[i].inputs) cons[static_cast<std::size_t>(v.node)].push_back(static_cast<std::int32_t>(i));
+    }
+    std::vector<std::size_t> ready;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (indeg[i] == 0) ready.push_back(i);
+    std::size_t seen = 0;
+    while (!ready.empty()) {
+        std::size_t i = ready.back();
+        ready.pop_back();
+        ++seen;
+        for (auto c : cons[i])
+            if (--indeg[static_cast<std::size_t>(c)] == 0) ready.push_back(static_cast<std::size_t>(c));
+    }
+    return seen == g.size();
+}
+
+struct built {
+    graph g;                           // not compacted: original nodes, then new ones
+    std::vector<std::int32_t> fresh;   // ids of the new nodes
+};
+
+inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, std::string* why) {
+    const graph& g = ix.g();
+    auto fail = [&](std::string msg) -> std::optional<built> {
+        if (why) *why = "rule '" + std::string(r.name) + "': " + std::move(msg);
+        return std::nullopt;
+    };
+    if (r.src_out.size() != r.dst_out.size() || r.src_out.empty())
+        throw error("rule '" + std::string(r.name) + "': " + std::to_string(r.src_out.size()) + " source outputs but " +
+                    std::to_string(r.dst_out.size()) + " target outputs");
+    check_pattern(r, r.dst, "target");
+    std::vector<char> matched(g.size(), 0);
+    for (auto n : m.nodes) matched[static_cast<std::size_t>(n)] = 1;
+
+    built b{g, {}};
+    graph& ng = b.g;
+    std::vector<value> made(r.dst.size(), value{-1, 0});
+    auto resolve = [&](const spec::value_ref& ref) -> value {
+        if (ref.is_var) return static_cast<std::size_t>(ref.index) < m.tensors.size() ? m.tensors[static_cast<std::size_t>(ref.index)] : value{-1, 0};
+        return {made[static_cast<std::size_t>(ref.index)].node, ref.output};
+    };
+    auto src_value = [&](const spec::value_ref& ref) -> value {
+        if (ref.is_var) return m.tensors[static_cast<std::size_t>(ref.index)];
+        return {m.nodes[static_cast<std::size_t>(ref.index)], ref.output};
+    };
+    const std::string base = g.at(src_value(r.src_out[0])).name;
+
+    for (std::size_t i = 0; i < r.dst.size(); ++i) {
+        const spec::pattern_node& p = r.dst[i];
+        const spec::op_decl& d = spec::decl(p.op);
+        node n;
+        n.kind = node_kind::op;
+        n.op = p.op;
+        for (int s = 0; s < p.num_inputs; ++s) {
+            value v = resolve(p.inputs[static_cast<std::size_t>(s)]);
+            if (v.node < 0) return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") reads an unbound tensor variable");
+            n.inputs.push_back(v);
+        }
+        for (int s = 0; s < d.num_params; ++s) {
+            const auto& t = p.params[static_cast<std::size_t>(s)];
+            using K = spec::param_term::kind;
+            std::optional<std::int64_t> val;
+            switch (t.k) {
+                case K::unused: val = d.params[static_cast<std::size_t>(s)].fallback; break;
+                case K::constant: val = t.value; break;
+                case K::variable:
+                    if (static_cast<std::size_t>(t.value) < m.params.size() && m.param_bound[static_cast<std::size_t>(t.value)])
+                        val = m.params[static_cast<std::size_t>(t.value)];
+                    break;
+                case K::dim_of: {
+                    value v = resolve(t.of);
+                    if (v.node >= 0) val = extent(ng, v, t.dim);
+                    break;
+                }
+            }
+            if (!val) return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") parameter '" +
+                                  std::string(d.params[static_cast<std::size_t>(s)].name) + "' cannot be evaluated");
+            n.params[s] = static_cast<std::int32_t>(*val);
+        }
+        // A split without a point (axiom DSL) splits where the matching concat joined.
+        if (p.op == spec::op_kind::split && n.params[spec::split_p::at] == 0) {
+            int ax = n.params[spec::split_p::axis];
+            std::optional<std::int64_t> at;
+            const node& src = ng.at(n.inputs[0]);
+            if (src.is_op(spec::op_kind::concat) && src.params[spec::concat_p::axis] == ax) at = extent(ng, src.inputs[0], ax);
+            for (std::size_t k = 0; !at && k < r.src.size(); ++k) {
+                const node& sn = g.nodes[static_cast<std::size_t>(m.nodes[k])];
+                if (sn.is_op(spec::op_kind::split) && sn.inputs[0] == n.inputs[0] && sn.params[spec::split_p::axis] == ax)
+                    at = sn.params[spec::split_p::at];
+            }
+            if (!at) return fail("target node " + std::to_string(i) + " (split): no concat or split records the split point");
+            n.params[spec::split_p::at] = static_cast<std::int32_t>(*at);
+        }
+        // Reuse an identical node outside the match (common subexpressions).
+        auto same = [&](std::int32_t c) {
+            const node& o = ng.nodes[static_cast<std::size_t>(c)];
+            return o.kind == node_kind::op && o.op == n.op && o.params == n.params && o.inputs == n.inputs &&
+                   (static_cast<std::size_t>(c) >= g.size() || !matched[static_cast<std::size_t>(c)]);
+        };
+        std::int32_t reuse = -1;
+        if (!n.inputs.empty() && static_cast<std::size_t>(n.inputs[0].node) < g.size()) {
+            for (auto [c, slot] : ix.consumers(n.inputs[0].node))
+                if (slot == 0 && same(c)) { reuse = c; break; }
+        } else if (n.inputs.empty()) {
+            for (auto c : ix.of_kind(n.op))
+                if (same(c)) { reuse = c; break; }
+        }
+        for (std::size_t k = 0; reuse < 0 && k < b.fresh.size(); ++k)
+            if (same(b.fresh[k])) reuse = b.fresh[k];
+        if (reuse >= 0) {
+            made[i] = {reuse, 0};
+            continue;
+        }
+        n.name = base + "." + std::string(d.name) + std::to_string(i);
+        try {
+            n.shapes = ng.infer(n);
+        } catch (const error& e) {
+            return fail(std::string("target does not fit: ") + e.what());
+        }
+        made[i] = {static_cast<std::int32_t>(ng.nodes.size()), 0};
+        b.fresh.push_back(made[i].node);
+        ng.nodes.push_back(std::move(n));
+    }
+
+    // Replacements: src_out[i] -> dst_out[i], shapes must agree.
+    std::vector<std::pair<value, value>> repl;
+    for (std::size_t i = 0; i < r.src_out.size(); ++i) {
+        value from = src_value(r.src_out[i]), to = resolve(r.dst_out[i]);
+        if (to.node < 0) return fail("target output " + std::to_string(i) + " is unbound");
+        if (!(ng.shape_of(from) == ng.shape_of(to)))
+            return fail("target output " + std::to_string(i) + " has shape " + ng.shape_of(to).str() + " but replaces " +
+                        ng.at(from).describe() + " of shape " + ng.shape_of(from).str());
+        repl.push_back({from, to});
+        // The replacement of an output keeps its name and, where the new
+        // operator supports it, its layout.
+        if (static_cast<std::size_t>(to.node) >= g.size() && !r.dst_out[i].is_var) {
+            node& tn = ng.nodes[static_cast<std::size_t>(to.node)];
+            tn.name = ng.at(from).name;
+            spec::layout l = ng.at(from).out_layout;
+            for (auto s : supported_layouts(tn.op))
+                if (s == l) tn.out_layout = l;
+        }
+    }
+    auto redirect = [&](value& v) {
+        for (auto& [from, to] : repl)
+            if (v == from) { v = to; return; }
+    };
+    for (std::size_t i = 0; i < ng.size(); ++i) {
+        if (i < g.size() && matched[i]) continue;
+        for (value& v : ng.nodes[i].inputs) redirect(v);
+    }
+    for (value& v : ng.outputs) redirect(v);
+    if (!acyclic(ng)) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
+    return b;
+}
+
+}  // namespace detail
+
+// Every graph the application yields: one, or one per layout combination of
+// the new nodes when `o.layouts`. Empty when the rule cannot be applied
+// (`why` says why).
+inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const match& m, const apply_options& o = {},
+                                    std::string* why = nullptr) {
+    auto b = detail::build(ix, r, m, why);
+    if (!b) return {};
+    std::vector<graph> out;
+    std::vector<std::pair<std::int32_t, std::vector<spec::layout>>> choices;
+    if (o.layouts)
+        for (auto id : b->fresh) {
+            auto ls = supported_layouts(b->g.nodes[static_cast<std::size_t>(id)].op);
+            if (ls.size() > 1) choices.push_back({id, std::move(ls)});
+        }
+    out.push_back(b->g.compacted());
+    if (choices.empty()) return out;
+    // Mixed-radix enumeration of the other combinations.
+    std::vector<std::size_t> digit(choices.size(), 0);
+    std::vector<spec::layout> orig;
+    for (auto& [id, ls] : choices) orig.push_back(b->g.nodes[static_cast<std::size_t>(id)].out_layout);
+    while (out.size() < std::max<std::size_t>(o.max_layout_variants, 1)) {
+        std::size_t k = 0;
+        while (k < digit.size() && ++digit[k] == choices[k].second.size()) digit[k++] = 0;
+        if (k == digit.size()) break;
+        graph v = b->g;
+        bool differs = false;
+        for (std::size_t c = 0; c < choices.size(); ++c) {
+            spec::layout l = choices[c].second[digit[c]];
+            v.nodes[static_cast<std::size_t>(choices[c].first)].out_layout = l;
+            differs = differs || l != orig[c];
+        }
+        if (differs) out.push_back(v.compacted());
+    }
+    return out;
+}
+
+// The rewritten graph (compacted, default layouts for new nodes), or nullopt
+// with the reason in `why`.
+inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, std::string* why = nullptr) {
+    auto b = detail::build(ix, r, m, why);
+    if (!b) return std::nullopt;
+    return b->g.compacted();
+}
+inline std::optional<graph> apply(const graph& g, const rule& r, const match& m, std::string* why = nullptr) {
+    graph_index ix(g);
+    return apply(ix, r, m, why);
+}
+
+}  // namespace tsopt::rewrite

@@ -1,0 +1,211 @@
+#pragma once
+// Weight preprocessing (TASO §4: "operators whose inputs are all weights are
+// computed once"):
+//
+//   graph g2 = rewrite::fold_constants(g);      // constant operators -> weights
+//   graph g3 = rewrite::fold_batchnorm(g);      // batchnorm(conv(x, W)) -> conv(x, W') (+ bias)
+//   graph g4 = rewrite::preprocess(g);          // both
+//
+// Every operator whose inputs are all weights or constants
+// (graph::constant_mask) is evaluated with the reference semantics and
+// replaced by weight nodes: an enlarged kernel, concatenated kernels, a cpool
+// or iconv constant, a transposed weight matrix. A `fold_cache` shared across
+// calls (the search keeps one) makes equal folds share one tensor, so graphs
+// reached along different derivations hash equal: results are looked up by
+// (operator, parameters, input tensors) and then by content.
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tsopt/core/graph.hpp"
+
+namespace tsopt::rewrite {
+
+class fold_cache {
+public:
+    using ptr = std::shared_ptr<const tensor<float>>;
+
+    // Outputs of op(params, inputs), computed once.
+    std::vector<ptr> fold(spec::op_kind k, const spec::op_params& p, const std::vector<ptr>& in) {
+        std::uint64_t key = graph::mix(static_cast<std::uint64_t>(k) + 1, in.size());
+        for (auto v : p.v) key = graph::mix(key, static_cast<std::uint32_t>(v));
+        for (const auto& t : in) key = graph::mix(key, reinterpret_cast<std::uintptr_t>(t.get()));
+        auto& bucket = by_op_[key];
+        for (const auto& e : bucket)
+            if (e.op == k && e.params == p && e.inputs == in) return e.outputs;
+        std::vector<const tensor<float>*> args;
+        for (const auto& t : in) args.push_back(t.get());
+        auto res = spec::evaluate<float>(k, p, args);
+        std::vector<ptr> outs;
+        for (auto& t : res) outs.push_back(intern(std::make_shared<const tensor<float>>(std::move(t))));
+        bucket.push_back({k, p, in, outs});
+        return outs;
+    }
+
+    // The first registered tensor with this content (registers `t` if new).
+    ptr intern(const ptr& t) {
+        if (known_.count(t.get())) return t;
+        std::uint64_t h = graph::mix(static_cast<std::uint64_t>(t->shape.rank), static_cast<std::uint64_t>(t->size()));
+        for (int i = 0; i < t->shape.rank; ++i) h = graph::mix(h, static_cast<std::uint64_t>(t->shape[i]));
+        for (float x : t->data) {
+            std::uint32_t b;
+            std::memcpy(&b, &x, 4);
+            h = graph::mix(h, b);
+        }
+        auto& bucket = by_content_[h];
+        for (const auto& e : bucket)
+            if (*e == *t) return e;
+        bucket.push_back(t);
+        known_.insert(t.get());
+        return t;
+    }
+
+    std::size_t size() const { return by_content_.size(); }
+
+private:
+    struct entry {
+        spec::op_kind op;
+        spec::op_params params;
+        std::vector<ptr> inputs, outputs;
+    };
+    std::unordered_map<std::uint64_t, std::vector<entry>> by_op_;
+    std::unordered_map<std::uint64_t, std::vector<ptr>> by_content_;
+    std::unordered_set<const void*> known_;
+};
+
+// Replaces every constant operator node by weight nodes (same names; a
+// second output gets ":1"); returns g itself (copied) when there is none.
+inline graph fold_constants(const graph& g, fold_cache& cache) {
+    // Register the graph's own weights, so a fold that reproduces one (an
+    // enlarge to the kernel's own size) yields that very tensor.
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::weight && n.data) (void)cache.intern(n.data);
+    auto mask = g.constant_mask();
+    bool any = false;
+    for (std::size_t i = 0; i < g.size() && !any; ++i) any = mask[i] && g.nodes[i].kind == node_kind::op;
+    std::unordered_set<const void*> data_seen;
+    for (std::size_t i = 0; i < g.size() && !any; ++i)
+        if (g.nodes[i].kind == node_kind::weight) any = !data_seen.insert(g.nodes[i].data.get()).second;
+    if (!any) return g;
+    graph ng = g;
+    std::vector<std::vector<value>> subst(g.size());
+    auto sub = [&](value v) {
+        const auto& s = subst[static_cast<std::size_t>(v.node)];
+        return s.empty() ? v : s[static_cast<std::size_t>(v.output)];
+    };
+    std::vector<std::pair<std::int32_t, value>> alias;  // new weight node -> the node it duplicates
+    auto resolve = [&](value v) {
+        if (static_cast<std::size_t>(v.node) < g.size()) v = sub(v);
+        for (auto& [from, to] : alias)
+            if (v.node == from) return to;
+        return v;
+    };
+    for (std::size_t i : g.topological_order()) {
+        const node& n = g.nodes[i];
+        if (!mask[i] || n.kind != node_kind::op) continue;
+        std::vector<fold_cache::ptr> in;
+        for (value v : n.inputs) {
+            const node& src = ng.at(sub(v));
+            if (src.kind != node_kind::weight || !src.data) throw error(n.describe() + ": constant input is not a weight");
+            in.push_back(src.data);
+        }
+        std::vector<fold_cache::ptr> outs;
+        try {
+            outs = cache.fold(n.op, n.params, in);
+        } catch (const error& e) {
+            throw error(n.describe() + ": folding failed: " + e.what());
+        }
+        for (std::size_t o = 0; o < outs.size(); ++o) {
+            node w;
+            w.kind = node_kind::weight;
+            w.name = o == 0 ? n.name : n.name + ":" + std::to_string(o);
+            w.shapes = {outs[o]->shape};
+            w.data = outs[o];
+            w.out_layout = n.out_layout;
+            subst[i].push_back({static_cast<std::int32_t>(ng.nodes.size()), 0});
+            ng.nodes.push_back(std::move(w));
+        }
+    }
+    // Weight nodes holding the same tensor become one node, so a tensor
+    // variable of a rule binds them as one value.
+    std::unordered_map<const void*, value> first;
+    for (std::size_t i = 0; i < ng.size(); ++i) {
+        const node& n = ng.nodes[i];
+        if (n.kind != node_kind::weight) continue;
+        auto [it, fresh] = first.try_emplace(n.data.get(), value{static_cast<std::int32_t>(i), 0});
+        if (fresh) continue;
+        if (i < g.size()) subst[i] = {it->second};
+        else alias.push_back({static_cast<std::int32_t>(i), it->second});
+    }
+    for (node& n : ng.nodes)
+        for (value& v : n.inputs) v = resolve(v);
+    for (value& v : ng.outputs) v = resolve(v);
+    return ng.compacted();
+}
+inline graph fold_constants(const graph& g) {
+    fold_cache c;
+    return fold_constants(g, c);
+}
+
+// batchnorm(conv2d(x, W), scale, shift) with W, scale, shift constant, no
+// fused activation on the conv, and the conv read only by the batchnorm:
+// becomes conv2d(x, W * scale[co]) followed by ewadd with shift as a [C,1,1]
+// weight (omitted when shift is zero).
+inline graph fold_batchnorm(const graph& g) {
+    auto cons = g.consumers();
+    graph ng = g;
+    bool changed = false;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const node& bn = g.nodes[i];
+        if (!bn.is_op(spec::op_kind::batchnorm)) continue;
+        value cv = bn.inputs[0];
+        const node& conv = g.at(cv);
+        if (!conv.is_op(spec::op_kind::conv2d) || conv.params[spec::conv2d_p::act] != 0) continue;
+        if (cons[static_cast<std::size_t>(cv.node)].size() != 1) continue;
+        bool outs = false;
+        for (value o : g.outputs) outs = outs || o.node == cv.node;
+        if (outs) continue;
+        const node& wn = g.at(conv.inputs[1]);
+        const node& sn = g.at(bn.inputs[1]);
+        const node& tn = g.at(bn.inputs[2]);
+        if (wn.kind != node_kind::weight || sn.kind != node_kind::weight || tn.kind != node_kind::weight) continue;
+        tensor<float> w = *wn.data;
+        const std::int64_t co = w.shape[0], per = w.size() / co;
+        for (std::int64_t c = 0; c < co; ++c)
+            for (std::int64_t k = 0; k < per; ++k) w[c * per + k] *= (*sn.data)[c];
+        value nw = ng.weight(wn.name + ".bn", std::move(w));
+        node& nc = ng.nodes[static_cast<std::size_t>(cv.node)];
+        nc.inputs[1] = nw;
+        bool zero = true;
+        for (float x : tn.data->data) zero = zero && x == 0.f;
+        value result = cv;
+        if (!zero) {
+            value b = ng.weight(tn.name + ".bias", tensor<float>(shape{co, 1, 1}, tn.data->data));
+            result = ng.ewadd(cv, b, bn.name);
+        }
+        for (node& n : ng.nodes)
+            for (value& v : n.inputs)
+                if (v == value{static_cast<std::int32_t>(i), 0}) v = result;
+        for (value& v : ng.outputs)
+            if (v == value{static_cast<std::int32_t>(i), 0}) v = result;
+        changed = true;
+    }
+    return changed ? ng.compacted() : g;
+}
+
+struct preprocess_options {
+    bool fold_batchnorm = true;
+    bool fold_constants = true;
+};
+inline graph preprocess(const graph& g, fold_cache& cache, preprocess_options o = {}) {
+    graph r = o.fold_constants ? fold_constants(g, cache) : g;
+    return o.fold_batchnorm ? fold_batchnorm(r) : r;
+}
+inline graph preprocess(const graph& g, preprocess_options o = {}) {
+    fold_cache c;
+    return preprocess(g, c, o);
+}
+
+}  // namespace tsopt::rewrite

@@ -1,0 +1,243 @@
+#pragma once
+// Cost-based relaxed backtracking search over rule applications (MetaFlow
+// Algorithm 1, TASO Algorithm 2), as a builder with explicit limits and a
+// stop reason:
+//
+//   auto r = tsopt::search::backtracking{}
+//                .rules(rs.rules()).alpha(1.05).budget(30s).max_expansions(10'000)
+//                .run(g, cost::analytical{});
+//   r.best; r.report.print(std::cout); r.report.stopped == stop_reason::saturated;
+//
+// The queue holds candidate graphs ordered by cost (ties broken by a
+// seed-driven random key, then by discovery order, so a run is deterministic
+// for a seed and an expansion budget). Expanding a graph applies every match
+// of every rule (and, with layouts on, the layout moves of rewrite/layout.hpp
+// and layout variants of new nodes); each result is folded (weight-only
+// operators become weights, through one fold_cache so equal folds hash equal),
+// de-duplicated by graph::structural_hash, priced, and enqueued when its cost
+// is below alpha * best. alpha = 1 is greedy; alpha > 1 lets the search cross
+// short stretches of worse graphs (MetaFlow Figure 1 needs this).
+//
+// The cost model is any cost::cost_model (cost/cost_model.hpp); the search
+// calls graph_cost on each candidate and relies on it being deterministic.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tsopt/cost/cost_model.hpp"
+#include "tsopt/rewrite/apply.hpp"
+#include "tsopt/rewrite/layout.hpp"
+#include "tsopt/rewrite/preprocess.hpp"
+
+namespace tsopt::search {
+
+enum class stop_reason : std::uint8_t {
+    saturated,        // the queue ran empty: every candidate within alpha was expanded
+    expansion_limit,  // max_expansions graphs expanded
+    time_limit,       // the time budget ran out
+};
+inline std::string_view to_string(stop_reason r) {
+    switch (r) {
+        case stop_reason::saturated: return "saturated (queue empty)";
+        case stop_reason::expansion_limit: return "expansion limit reached";
+        case stop_reason::time_limit: return "time budget spent";
+    }
+    return "?";
+}
+
+struct report {
+    double cost_before = 0, cost_after = 0;
+    std::size_t expansions = 0;     // graphs taken from the queue and expanded
+    std::size_t generated = 0;      // rewritten graphs produced (before de-duplication)
+    std::size_t dedup_hits = 0;     // generated graphs already seen
+    std::size_t rejected = 0;       // matches whose application failed (shape, cycle)
+    std::size_t enqueued = 0;       // candidates within alpha * best
+    std::size_t pruned = 0;         // candidates dropped because the queue was full
+    std::size_t max_queue_seen = 0;
+    std::map<std::string, int> rule_uses;  // along the best graph's derivation, by rule name
+    stop_reason stopped = stop_reason::saturated;
+    std::chrono::duration<double> elapsed{};
+
+    void print(std::ostream& os) const {
+        os << "cost " << cost_before << " -> " << cost_after;
+        if (cost_before > 0) os << " (" << 100.0 * (cost_before - cost_after) / cost_before << "% lower)";
+        os << "\nstopped: " << to_string(stopped) << " after " << elapsed.count() << " s\n"
+           << "expanded " << expansions << ", generated " << generated << ", duplicates " << dedup_hits << ", rejected "
+           << rejected << ", enqueued " << enqueued << ", pruned " << pruned << ", largest queue " << max_queue_seen << "\n";
+        if (rule_uses.empty()) os << "rules used: none\n";
+        else {
+            os << "rules used:\n";
+            for (const auto& [name, n] : rule_uses) os << "  " << n << " x " << name << "\n";
+        }
+    }
+};
+
+struct result {
+    graph best;
+    report rep;
+    std::vector<graph> top_k;  // distinct candidates, best first (best included), when asked for
+};
+
+class backtracking {
+public:
+    backtracking& rules(std::span<const rewrite::rule> r) { rules_ = r; return *this; }
+    // Relaxation: enqueue a candidate whose cost is below alpha * best (>= 1).
+    backtracking& alpha(double a) {
+        if (!(a >= 1.0)) throw error("search: alpha must be >= 1, got " + std::to_string(a));
+        alpha_ = a;
+        return *this;
+    }
+    template <class Rep, class Period>
+    backtracking& budget(std::chrono::duration<Rep, Period> d) {
+        budget_ = std::chrono::duration_cast<std::chrono::duration<double>>(d);
+        return *this;
+    }
+    backtracking& max_expansions(std::size_t n) { max_expansions_ = n; return *this; }
+    // Memory limit: at most this many graphs wait in the queue (the worst are dropped).
+    backtracking& max_queue(std::size_t n) {
+        if (n == 0) throw error("search: max_queue must be positive");
+        max_queue_ = n;
+        return *this;
+    }
+    // Candidates larger than this many nodes are not generated (0: no limit).
+    backtracking& max_nodes(std::size_t n) { max_nodes_ = n; return *this; }
+    backtracking& seed(std::uint64_t s) { seed_ = s; return *this; }
+    backtracking& top_k(std::size_t k) { top_k_ = k; return *this; }
+    // Layout moves and layout enumeration of new nodes (TASO §5).
+    backtracking& layouts(bool on) { layouts_ = on; return *this; }
+    // Fold weight-only operators after every rewrite (weight preprocessing).
+    backtracking& fold_weights(bool on) { fold_ = on; return *this; }
+
+    template <cost::cost_model Cost>
+    result run(const graph& start, Cost&& model) const {
+        const auto t0 = std::chrono::steady_clock::now();
+        start.validate();
+        auto price = [&](const graph& g) {
+            double c = static_cast<double>(model.graph_cost(g));
+            if (std::isnan(c)) throw error("search: the cost model returned NaN");
+            return c;
+        };
+        rewrite::fold_cache cache;
+        std::mt19937_64 rng(seed_);
+
+        struct step { std::int64_t parent; int rule; };  // rule: index, -1 start, -2 layout move
+        std::vector<step> history{{-1, -1}};
+        struct cand { graph g; std::int64_t hist; };
+        std::vector<cand> pool;  // queued graphs by slot (moved out when expanded)
+        using key = std::tuple<double, std::uint64_t, std::size_t>;  // cost, random tie-break, slot
+        std::set<key> queue;
+
+        result res;
+        res.rep.cost_before = price(start);
+        double best_cost = res.rep.cost_before;
+        std::int64_t best_hist = 0;
+        res.best = start;
+        std::unordered_set<std::uint64_t> seen{start.structural_hash()};
+        // top-k: (cost, hash) ordered, distinct hashes
+        std::vector<std::tuple<double, std::uint64_t, graph>> top;
+        auto offer_top = [&](double c, std::uint64_t h, const graph& g) {
+            if (top_k_ == 0) return;
+            if (top.size() == top_k_ && !(c < std::get<0>(top.back()))) return;
+            auto it = std::lower_bound(top.begin(), top.end(), c, [](const auto& e, double v) { return std::get<0>(e) < v; });
+            // ties keep discovery order
+            while (it != top.end() && std::get<0>(*it) == c) ++it;
+            top.insert(it, {c, h, g});
+            if (top.size() > top_k_) top.pop_back();
+        };
+        offer_top(best_cost, *seen.begin(), start);
+        auto push = [&](graph g, double c, std::int64_t hist) {
+            pool.push_back({std::move(g), hist});
+            queue.insert({c, rng(), pool.size() - 1});
+            ++res.rep.enqueued;
+            if (queue.size() > max_queue_) {
+                auto last = std::prev(queue.end());
+                pool[std::get<2>(*last)].g = graph{};
+                queue.erase(last);
+                ++res.rep.pruned;
+            }
+            res.rep.max_queue_seen = std::max(res.rep.max_queue_seen, queue.size());
+        };
+        push(start, best_cost, 0);
+        res.rep.enqueued = 0;
+
+        auto consider = [&](graph g, std::int64_t parent, int rule_idx) {
+            ++res.rep.generated;
+            if (fold_) g = rewrite::fold_constants(g, cache);
+            if (max_nodes_ && g.size() > max_nodes_) return;
+            std::uint64_t h = g.structural_hash();
+            if (!seen.insert(h).second) { ++res.rep.dedup_hits; return; }
+            double c = price(g);
+            history.push_back({parent, rule_idx});
+            auto hist = static_cast<std::int64_t>(history.size() - 1);
+            offer_top(c, h, g);
+            if (c < best_cost) {
+                best_cost = c;
+                best_hist = hist;
+                res.best = g;
+            }
+            if (c < alpha_ * best_cost) push(std::move(g), c, hist);
+        };
+
+        res.rep.stopped = stop_reason::saturated;
+        while (!queue.empty()) {
+            if (res.rep.expansions >= max_expansions_) { res.rep.stopped = stop_reason::expansion_limit; break; }
+            if (std::chrono::steady_clock::now() - t0 > budget_) { res.rep.stopped = stop_reason::time_limit; break; }
+            auto first = queue.begin();
+            std::size_t slot = std::get<2>(*first);
+            double c = std::get<0>(*first);
+            queue.erase(first);
+            graph g = std::move(pool[slot].g);
+            std::int64_t hist = pool[slot].hist;
+            pool[slot].g = graph{};
+            // Candidates that fell out of the window since they were queued.
+            if (!(c < alpha_ * best_cost) && hist != 0) continue;
+            ++res.rep.expansions;
+            rewrite::graph_index ix(g);
+            for (std::size_t ri = 0; ri < rules_.size(); ++ri) {
+                const rewrite::rule& r = rules_[ri];
+                std::vector<rewrite::match> ms = rewrite::find_matches(ix, r);
+                for (const auto& m : ms) {
+                    auto outs = rewrite::apply_all(ix, r, m, {.layouts = layouts_});
+                    if (outs.empty()) { ++res.rep.rejected; continue; }
+                    for (auto& o : outs) consider(std::move(o), hist, static_cast<int>(ri));
+                }
+                if (std::chrono::steady_clock::now() - t0 > budget_) break;
+            }
+            if (layouts_)
+                for (auto& o : rewrite::layout_moves(g)) consider(std::move(o), hist, -2);
+        }
+        if (res.rep.stopped == stop_reason::saturated && !queue.empty()) res.rep.stopped = stop_reason::time_limit;
+
+        res.rep.cost_after = best_cost;
+        for (std::int64_t h = best_hist; h > 0; h = history[static_cast<std::size_t>(h)].parent) {
+            int ri = history[static_cast<std::size_t>(h)].rule;
+            res.rep.rule_uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string("layout: transpose as view")]++;
+        }
+        for (auto& [c, h, gg] : top) res.top_k.push_back(std::move(gg));
+        res.rep.elapsed = std::chrono::steady_clock::now() - t0;
+        return res;
+    }
+
+private:
+    std::span<const rewrite::rule> rules_{};
+    double alpha_ = 1.05;
+    std::chrono::duration<double> budget_{std::chrono::seconds(30)};
+    std::size_t max_expansions_ = 100'000;
+    std::size_t max_queue_ = 10'000;
+    std::size_t max_nodes_ = 0;
+    std::uint64_t seed_ = 0x7a50;
+    std::size_t top_k_ = 0;
+    bool layouts_ = true;
+    bool fold_ = true;
+};
+
+}  // namespace tsopt::search

@@ -1,0 +1,99 @@
+#pragma once
+// Shared by the rewrite and search tests: a small cost model for tests, the
+// equivalence check on the reference backend, and graph queries that read
+// like the goals of `start => goal` tests.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tsopt/backend/reference/executor.hpp"
+#include "tsopt/cost/cost_model.hpp"
+#include "tsopt/rewrite/layout.hpp"
+
+namespace rewrite_test {
+
+using namespace tsopt;
+
+// FLOPs plus a per-launch overhead, the shape of a measured cost on small
+// tensors: every operator that runs at inference pays `launch`; weight-only
+// operators are free (folded); data movement pays its elements; a transpose
+// that only reinterprets a swapped layout (rewrite::is_layout_view) is free.
+// `pool_factor` scales pooling (cuDNN-style measurements price pooling above
+// the equivalent depthwise convolution).
+struct test_cost {
+    static constexpr bool additive = true;
+    double launch = 1000;
+    double pool_factor = 1;
+    double operator_cost(const graph& g, std::size_t i) const {
+        const node& n = g.nodes[i];
+        if (!cost::runs_at_inference(g, i)) return 0;
+        if (n.kind == node_kind::opaque) return launch;
+        if (rewrite::is_layout_view(g, i)) return 0;
+        std::vector<shape> in;
+        for (value v : n.inputs) in.push_back(g.shape_of(v));
+        double f = static_cast<double>(spec::decl(n.op).flops(n.params, in, n.shapes));
+        if (spec::decl(n.op).cls == spec::op_class::data_movement) f = static_cast<double>(n.shapes[0].elements());
+        if (n.is_op(spec::op_kind::avgpool) || n.is_op(spec::op_kind::maxpool)) f *= pool_factor;
+        return launch + f;
+    }
+    double graph_cost(const graph& g) const {
+        double t = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) t += operator_cost(g, i);
+        return t;
+    }
+};
+static_assert(cost::cost_model<test_cost>);
+
+// Random inputs by name, so graphs whose input order differs still compare.
+inline std::vector<tensor<float>> inputs_for(const graph& g, const std::map<std::string, tensor<float>>& by_name) {
+    std::vector<tensor<float>> r;
+    for (value v : g.inputs()) {
+        auto it = by_name.find(g.at(v).name);
+        REQUIRE_MESSAGE(it != by_name.end(), "input '", g.at(v).name, "' missing");
+        r.push_back(it->second);
+    }
+    return r;
+}
+
+// The optimized graph computes what the original does on random inputs
+// (relative error <= tol per output).
+inline void check_equivalent(const graph& original, const graph& optimized, double tol = 1e-4,
+                             const backend::reference& ref = {}) {
+    optimized.validate();
+    std::map<std::string, tensor<float>> by_name;
+    std::mt19937_64 rng(1234);
+    for (value v : original.inputs()) by_name[original.at(v).name] = random_float(original.shape_of(v), rng);
+    auto a = ref.execute(original, inputs_for(original, by_name));
+    auto b = ref.execute(optimized, inputs_for(optimized, by_name));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        double e = relative_error(b[i], a[i]);
+        CHECK_MESSAGE(e <= tol, "output ", i, ": relative error ", e, " (shapes ", a[i].shape.str(), " vs ",
+                      b[i].shape.str(), ")");
+    }
+}
+
+// Operators of a kind that run at inference.
+inline int count_ops(const graph& g, spec::op_kind k) {
+    auto constant = g.constant_mask();
+    int n = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) n += g.nodes[i].is_op(k) && !constant[i];
+    return n;
+}
+inline int running_ops(const graph& g) {
+    auto constant = g.constant_mask();
+    int n = 0;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        n += (g.nodes[i].kind == node_kind::op && !constant[i]) || g.nodes[i].kind == node_kind::opaque;
+    return n;
+}
+inline std::string ops_of(const graph& g) {
+    std::ostringstream os;
+    for (std::size_t i : g.topological_order())
+        if (g.nodes[i].kind == node_kind::op || g.nodes[i].kind == node_kind::opaque) os << g.nodes[i].type_name() << " ";
+    return os.str();
+}
+
+}  // namespace rewrite_test

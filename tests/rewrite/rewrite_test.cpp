@@ -1,0 +1,358 @@
+// Matching, application, rules from axioms, layouts and weight preprocessing.
+// Tests read `start => goal`: the graph built first, the rewritten graph's
+// shape checked after, and every rewritten graph checked equal to the start
+// on the reference backend.
+#include "tsopt/rewrite/apply.hpp"
+#include "tsopt/rewrite/from_axiom.hpp"
+#include "tsopt/rewrite/layout.hpp"
+#include "tsopt/rewrite/preprocess.hpp"
+#include "tsopt/spec/axioms.hpp"
+
+#include "helpers.hpp"
+
+using namespace tsopt;
+using namespace rewrite_test;
+namespace sp = tsopt::spec;
+
+namespace {
+
+const sp::axiom& ax(std::string_view name) {
+    const sp::axiom* a = sp::find_axiom(name);
+    REQUIRE_MESSAGE(a != nullptr, "no axiom ", name);
+    return *a;
+}
+
+// The nodes of an expression as pattern data (for hand-written multi-output rules).
+std::vector<sp::pattern_node> nodes_of(const sp::expr& e, int drop_last = 0) {
+    return {e.nodes.begin(), e.nodes.begin() + e.size - drop_last};
+}
+
+// Two matmuls sharing their left operand => one matmul over concatenated
+// right operands, split back (TASO Figure 2a). Source: both matmuls (outputs
+// 0 and 1); target: concat, matmul, split.
+void add_matmul_pair(rewrite::rule_set& rs) {
+    using namespace sp::vars;
+    constexpr sp::expr both = sp::concat(sp::pconst(0), sp::matmul(p0, x, y), sp::matmul(p0, x, z));
+    constexpr sp::expr fused = sp::matmul(p0, x, sp::concat(sp::pconst(1), y, z));
+    auto dst = nodes_of(fused);
+    sp::pattern_node split;
+    split.op = sp::op_kind::split;
+    split.num_inputs = 1;
+    split.inputs[0] = sp::node_ref(static_cast<int>(dst.size()) - 1);
+    split.params[sp::split_p::axis] = sp::pconst(1);
+    split.params[sp::split_p::at] = sp::pdim(y.root, 1);
+    dst.push_back(split);
+    int s = static_cast<int>(dst.size()) - 1;
+    rs.add_rule("matmul-pair-fuse", nodes_of(both, 1), dst, {sp::node_ref(0), sp::node_ref(1)},
+                {sp::node_ref(s, 0), sp::node_ref(s, 1)});
+}
+
+// Two convs sharing their input => one conv over output-channel-concatenated
+// weights, split back (TASO Figure 2b). Sound for ungrouped convs only:
+// the condition says so.
+void add_conv_pair(rewrite::rule_set& rs) {
+    using namespace sp::vars;
+    constexpr sp::expr both = sp::concat(sp::pconst(0), sp::conv2d(p0, p1, p2, p3, x, y), sp::conv2d(p0, p1, p2, p3, x, z));
+    constexpr sp::expr fused = sp::conv2d(p0, p1, p2, p3, x, sp::concat(sp::pconst(0), y, z));
+    auto dst = nodes_of(fused);
+    sp::pattern_node split;
+    split.op = sp::op_kind::split;
+    split.num_inputs = 1;
+    split.inputs[0] = sp::node_ref(static_cast<int>(dst.size()) - 1);
+    split.params[sp::split_p::axis] = sp::pconst(1);
+    split.params[sp::split_p::at] = sp::pdim(y.root, 0);
+    dst.push_back(split);
+    int s = static_cast<int>(dst.size()) - 1;
+    rs.add_rule("conv-pair-fuse", nodes_of(both, 1), dst, {sp::node_ref(0), sp::node_ref(1)},
+                {sp::node_ref(s, 0), sp::node_ref(s, 1)},
+                {{sp::pdim(y.root, 1), sp::pdim(x.root, 1), sp::condition::rel::eq}});
+}
+
+}  // namespace
+
+TEST_CASE("from_axiom: a two-way axiom gives the rule and its -rev twin") {
+    rewrite::rule_set rs;
+    CHECK(rs.add(ax("ewadd-assoc")) == 2);
+    REQUIRE(rs.size() == 2);
+    CHECK(rs[0].name == "ewadd-assoc");
+    CHECK(rs[1].name == "ewadd-assoc-rev");
+    CHECK(rs[0].text == "(ewadd ?0 (ewadd ?1 ?2)) => (ewadd (ewadd ?0 ?1) ?2)");
+    CHECK(rs[0].src.size() == 2);
+    CHECK(rs[0].num_tensor_vars == 3);
+}
+
+TEST_CASE("from_axiom: no -rev twin when the reverse would use unbound variables") {
+    rewrite::rule_set rs;
+    // conv(x, enlarge(p4, p5, y)) == conv(x, y): right to left cannot know p4, p5.
+    CHECK(rs.add(ax("conv-enlarge")) == 1);
+    // split0(concat(x, y)) == x: right to left has a bare variable as source.
+    CHECK(rs.add(ax("split0-concat")) == 1);
+    CHECK(rs.rules().back().name == "split0-concat");
+    CHECK_THROWS_AS(rs.find("conv-enlarge-rev"), error);
+}
+
+TEST_CASE("from_axiom: split0 and split1 of one tensor are one split node") {
+    rewrite::rule_set rs;
+    rs.add(ax("concat-split"));
+    const auto& r = rs.find("concat-split");
+    CHECK(r.src.size() == 2);  // split, concat
+    // graph: concat(split(x)) => x
+    graph g;
+    auto x = g.input("x", {2, 6});
+    auto [a, b] = g.split(1, 2, x);
+    g.mark_output(g.relu(g.concat(1, {a, b})));
+    auto ms = rewrite::find_matches(g, r);
+    REQUIRE(ms.size() == 1);
+    auto out = rewrite::apply(g, r, ms[0]);
+    REQUIRE(out);
+    CHECK(ops_of(*out) == "relu ");
+    check_equivalent(g, *out);
+}
+
+TEST_CASE("match: ewadd-assoc finds a+(b+c) once; shared variables bind one value") {
+    rewrite::rule_set rs;
+    rs.add(ax("ewadd-assoc"));
+    graph g;
+    auto a = g.input("a", {4}), b = g.input("b", {4}), c = g.input("c", {4});
+    g.mark_output(g.ewadd(a, g.ewadd(b, c)));
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(ms.size() == 1);
+    CHECK(ms[0].tensors[0] == a);
+    CHECK(ms[0].tensors[1] == b);
+    CHECK(ms[0].tensors[2] == c);
+    auto out = rewrite::apply(g, rs[0], ms[0]);
+    REQUIRE(out);
+    check_equivalent(g, *out);
+    // The rewritten graph matches the reverse rule, which brings it back.
+    auto back = rewrite::find_matches(*out, rs[1]);
+    REQUIRE(back.size() == 1);
+    auto again = rewrite::apply(*out, rs[1], back[0]);
+    REQUIRE(again);
+    CHECK(again->structural_hash() == g.compacted().structural_hash());
+
+    // relu-idempotent's x binds once: relu(relu(a)) matches, relu(b) alone not.
+    rewrite::rule_set ri;
+    ri.add(ax("relu-idempotent"));
+    graph h;
+    auto p = h.input("p", {3});
+    h.mark_output(h.relu(h.relu(p)));
+    h.mark_output(h.relu(p));
+    CHECK(rewrite::find_matches(h, ri.find("relu-idempotent")).size() == 1);
+
+    // A pattern variable used twice binds one value: ewadd(x, x) vs ewadd(a, b).
+    rewrite::rule_set rd;
+    rd.add(ax("ewmul-distrib-ewadd"));  // rev: ewadd(ewmul(x, z), ewmul(y, z)) -> z shared
+    const auto& rev = rd.find("ewmul-distrib-ewadd-rev");
+    graph s;
+    auto x = s.input("x", {4}), y = s.input("y", {4}), z = s.input("z", {4}), z2 = s.input("z2", {4});
+    s.mark_output(s.ewadd(s.ewmul(x, z), s.ewmul(y, z)));
+    s.mark_output(s.ewadd(s.ewmul(x, z), s.ewmul(y, z2)));
+    CHECK(rewrite::find_matches(s, rev).size() == 1);
+}
+
+TEST_CASE("match: a value computed inside the match and used outside it blocks the match") {
+    rewrite::rule_set rs;
+    rs.add(ax("ewadd-assoc"));
+    graph g;
+    auto a = g.input("a", {4}), b = g.input("b", {4}), c = g.input("c", {4});
+    auto inner = g.ewadd(b, c);
+    g.mark_output(g.ewadd(a, inner));
+    g.mark_output(g.relu(inner));  // inner escapes
+    CHECK(rewrite::find_matches(g, rs[0]).empty());
+    graph h;
+    auto a2 = h.input("a", {4}), b2 = h.input("b", {4}), c2 = h.input("c", {4});
+    auto in2 = h.ewadd(b2, c2);
+    h.mark_output(h.ewadd(a2, in2));
+    h.mark_output(in2);  // graph output escapes too
+    CHECK(rewrite::find_matches(h, rs[0]).empty());
+}
+
+TEST_CASE("match: constants must equal, parameter variables bind consistently") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-conv"));  // relu(conv(p0, p1, p2, none, x, y)) => conv(.., relu, ..)
+    std::mt19937_64 rng(1);
+    graph g;
+    auto x = g.input("x", {1, 2, 6, 6});
+    auto w = g.weight("w", {2, 2, 3, 3}, rng);
+    g.mark_output(g.relu(g.conv2d(x, w, {.stride = 2})));
+    g.mark_output(g.relu(g.conv2d(x, w, {.act = relu})));  // act is not none: constant differs
+    auto ms = rewrite::find_matches(g, rs.find("relu-conv"));
+    REQUIRE(ms.size() == 1);
+    CHECK(ms[0].params[0] == 2);  // stride bound from the graph
+    auto out = rewrite::apply(g, rs.find("relu-conv"), ms[0]);
+    REQUIRE(out);
+    CHECK(count_ops(*out, sp::op_kind::relu) == 1);
+    check_equivalent(g, *out);
+}
+
+TEST_CASE("TASO Figure 2a: two matmuls sharing an input => one matmul + split") {
+    rewrite::rule_set rs;
+    add_matmul_pair(rs);
+    std::mt19937_64 rng(2);
+    graph g;
+    auto x = g.input("x", {4, 8});
+    auto a = g.matmul(x, g.weight("w1", {8, 5}, rng));
+    auto b = g.matmul(x, g.weight("w2", {8, 3}, rng));
+    g.mark_output(g.relu(a));
+    g.mark_output(g.tanh(b));
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(ms.size() == 2);  // (a, b) and (b, a)
+    std::string why;
+    auto out = rewrite::apply(g, rs[0], ms[0], &why);
+    REQUIRE_MESSAGE(out, why);
+    CHECK(count_ops(*out, sp::op_kind::matmul) == 1);
+    CHECK(count_ops(*out, sp::op_kind::split) == 1);
+    check_equivalent(g, *out);
+    // Weight preprocessing turns the weight concat into one weight.
+    auto folded = rewrite::fold_constants(*out);
+    CHECK(count_ops(folded, sp::op_kind::concat) == 0);
+    CHECK(ops_of(folded).find("concat") == std::string::npos);
+    check_equivalent(g, folded);
+}
+
+TEST_CASE("TASO Figure 2b: two convs sharing an input => one conv over concatenated kernels") {
+    rewrite::rule_set rs;
+    add_conv_pair(rs);
+    std::mt19937_64 rng(3);
+    graph g;
+    auto x = g.input("x", {1, 4, 6, 6});
+    auto a = g.conv2d(x, g.weight("w1", {3, 4, 3, 3}, rng), {.act = relu});
+    auto b = g.conv2d(x, g.weight("w2", {5, 4, 3, 3}, rng), {.act = relu});
+    g.mark_output(g.ewadd(a, a));
+    g.mark_output(b);
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(ms.size() == 2);
+    auto out = rewrite::apply(g, rs[0], ms[0]);
+    REQUIRE(out);
+    auto folded = rewrite::fold_constants(*out);
+    CHECK(ops_of(folded) == "conv2d split ewadd ");
+    check_equivalent(g, folded);
+
+    // Grouped convs: the condition keeps the rule from firing.
+    graph h;
+    auto y = h.input("y", {1, 4, 6, 6});
+    h.mark_output(h.conv2d(y, h.weight("g1", {4, 2, 3, 3}, rng)));
+    h.mark_output(h.conv2d(y, h.weight("g2", {4, 2, 3, 3}, rng)));
+    CHECK(rewrite::find_matches(h, rs[0]).empty());
+}
+
+TEST_CASE("TASO Figure 6: an application that would create a cycle is rejected") {
+    rewrite::rule_set rs;
+    add_matmul_pair(rs);
+    std::mt19937_64 rng(4);
+    graph g;
+    auto x = g.input("x", {4, 4});
+    auto a = g.matmul(x, g.weight("w", {4, 4}, rng));
+    auto t = g.relu(a);            // the second matmul's right operand depends on the first
+    auto b = g.matmul(x, t);
+    g.mark_output(b);
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(!ms.empty());
+    for (const auto& m : ms) {
+        std::string why;
+        CHECK_FALSE(rewrite::apply(g, rs[0], m, &why));
+        CHECK_MESSAGE(why.find("cycle") != std::string::npos, why);
+    }
+}
+
+TEST_CASE("apply: a target that does not fit the shapes is rejected, naming the rule") {
+    rewrite::rule_set rs;
+    using namespace sp::vars;
+    constexpr auto enlarge3 = sp::make_axiom(
+        "conv-enlarge3", sp::conv2d(p0, p1, sp::vars::same, p3, x, y) == sp::conv2d(p0, p1, sp::vars::same, p3, x, sp::enlarge(sp::pconst(3), sp::pconst(3), y)));
+    rs.add_one_way(enlarge3);
+    std::mt19937_64 rng(5);
+    graph g;
+    auto in = g.input("x", {1, 2, 8, 8});
+    g.mark_output(g.conv2d(in, g.weight("w5", {2, 2, 5, 5}, rng)));
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(ms.size() == 1);
+    std::string why;
+    CHECK_FALSE(rewrite::apply(g, rs[0], ms[0], &why));
+    CHECK(why.find("conv-enlarge3") != std::string::npos);
+    CHECK(why.find("enlarge") != std::string::npos);
+}
+
+TEST_CASE("opaque nodes never match, and the graph around them still does") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-idempotent"));
+    graph g;
+    auto x = g.input("x", {4});
+    auto op = std::make_shared<opaque_op>(opaque_op{"Mystery", "", "", 0});
+    auto o = g.opaque(op, {g.relu(g.relu(x))}, {shape{4}})[0];
+    g.mark_output(g.relu(g.relu(o)));
+    auto ms = rewrite::find_matches(g, rs.find("relu-idempotent"));
+    CHECK(ms.size() == 2);  // one on each side of the opaque node
+    auto out = rewrite::apply(g, rs.find("relu-idempotent"), ms[0]);
+    REQUIRE(out);
+    CHECK(out->op_count() == 4);
+    CHECK(ops_of(*out).find("Mystery") != std::string::npos);
+}
+
+TEST_CASE("TASO Figure 5: matmul + transpose => matmul with a column-major output, transpose free") {
+    std::mt19937_64 rng(6);
+    graph g;
+    auto x = g.input("x", {4, 6});
+    auto m = g.matmul(x, g.weight("w", {6, 8}, rng));
+    g.mark_output(g.relu(g.transpose(m, {1, 0})));
+    auto moves = rewrite::layout_moves(g);
+    REQUIRE(moves.size() == 1);
+    const graph& v = moves[0];
+    std::size_t mm = 0, tr = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v.nodes[i].is_op(sp::op_kind::matmul)) mm = i;
+        if (v.nodes[i].is_op(sp::op_kind::transpose)) tr = i;
+    }
+    CHECK(v.nodes[mm].out_layout == sp::layout::col_major);
+    CHECK(rewrite::is_layout_view(v, tr));
+    CHECK_FALSE(rewrite::is_layout_view(g, tr));
+    test_cost c;
+    CHECK(c.graph_cost(v) < c.graph_cost(g));
+    CHECK(v.structural_hash() != g.structural_hash());
+    check_equivalent(g, v);  // layouts never change values
+
+    // Layout enumeration of new nodes: relu-idempotent creates no layout
+    // choice; matmul-pair-fuse creates a matmul, tried row- and column-major.
+    rewrite::rule_set rs;
+    add_matmul_pair(rs);
+    graph h;
+    auto y = h.input("y", {4, 8});
+    h.mark_output(h.matmul(y, h.weight("a", {8, 2}, rng)));
+    h.mark_output(h.matmul(y, h.weight("b", {8, 2}, rng)));
+    rewrite::graph_index ix(h);
+    auto ms = rewrite::find_matches(ix, rs[0]);
+    REQUIRE(!ms.empty());
+    auto outs = rewrite::apply_all(ix, rs[0], ms[0], {.layouts = true});
+    REQUIRE(outs.size() == 2);
+    int col = 0;
+    for (const auto& o : outs)
+        for (const auto& n : o.nodes) col += n.is_op(sp::op_kind::matmul) && n.out_layout == sp::layout::col_major;
+    CHECK(col == 1);
+    for (const auto& o : outs) check_equivalent(h, o);
+}
+
+TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds into the conv") {
+    std::mt19937_64 rng(7);
+    graph g;
+    auto x = g.input("x", {1, 3, 6, 6});
+    auto w = g.weight("w", {4, 3, 1, 1}, rng);
+    auto big = g.add1(sp::op_kind::enlarge, [] { sp::op_params p; p[0] = 3; p[1] = 3; return p; }(), {w});
+    auto c = g.conv2d(x, big);
+    auto scale = g.weight("s", tensor<float>(shape{4}, std::vector<float>{1.f, 2.f, -1.f, 0.5f}));
+    auto shift = g.weight("b", tensor<float>(shape{4}, std::vector<float>{0.1f, 0.f, -0.3f, 2.f}));
+    g.mark_output(g.relu(g.batchnorm(c, scale, shift)));
+    g.validate();
+
+    auto f = rewrite::fold_constants(g);
+    CHECK(ops_of(f) == "conv2d batchnorm relu ");
+    check_equivalent(g, f);
+
+    auto p = rewrite::preprocess(g);
+    CHECK(ops_of(p) == "conv2d ewadd relu ");
+    check_equivalent(g, p);
+
+    // Equal folds share one tensor (so the search's hashes agree).
+    rewrite::fold_cache cache;
+    auto f1 = rewrite::fold_constants(g, cache), f2 = rewrite::fold_constants(g, cache);
+    CHECK(f1.structural_hash() == f2.structural_hash());
+}

@@ -1,0 +1,279 @@
+// The relaxed backtracking search and tsopt::optimize, as `start => goal`
+// tests. Rules are built from the axiom set (spec/axioms.hpp) with
+// rewrite::rule_set; the generator's rule tables are not used here.
+#include <functional>
+#include <queue>
+#include <sstream>
+#include <unordered_set>
+
+#include "tsopt/cost/analytical.hpp"
+#include "tsopt/optimize.hpp"
+#include "tsopt/rewrite/from_axiom.hpp"
+#include "tsopt/spec/axioms.hpp"
+
+#include "../rewrite/helpers.hpp"
+
+using namespace tsopt;
+using namespace rewrite_test;
+using namespace std::chrono_literals;
+namespace sp = tsopt::spec;
+
+namespace {
+
+const sp::axiom& ax(std::string_view name) {
+    const sp::axiom* a = sp::find_axiom(name);
+    REQUIRE_MESSAGE(a != nullptr, "no axiom ", name);
+    return *a;
+}
+
+constexpr sp::value_ref X = sp::var_ref(0), Y = sp::var_ref(1), Z = sp::var_ref(2), W = sp::var_ref(3);
+
+// MetaFlow Figure 1's rules: enlarge a kernel to 3x3, fuse two convs of one
+// input whose kernels have the same shape, fuse relu into a conv.
+void metaflow_rules(rewrite::rule_set& rs) {
+    using namespace sp::vars;
+    constexpr auto enlarge3 = sp::make_axiom(
+        "conv-enlarge3", sp::conv2d(p0, p1, sp::vars::same, p3, x, y) ==
+                             sp::conv2d(p0, p1, sp::vars::same, p3, x, sp::enlarge(sp::pconst(3), sp::pconst(3), y)));
+    rs.add_one_way(enlarge3);
+    rs.add(ax("conv-distrib-ewadd-weight"), rewrite::same_shape(Y, Z));
+    rs.add(ax("relu-conv"));
+}
+
+graph metaflow_start(std::mt19937_64& rng) {
+    graph g;
+    auto x = g.input("x", {1, 4, 8, 8});
+    auto a = g.conv2d(x, g.weight("w1", {4, 4, 1, 1}, rng));
+    auto b = g.conv2d(x, g.weight("w3", {4, 4, 3, 3}, rng));
+    g.mark_output(g.relu(g.ewadd(a, b)));
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("MetaFlow Figure 1: conv1x1 + conv3x3 + add + relu => one conv3x3 with relu (alpha > 1 only)") {
+    rewrite::rule_set rs;
+    metaflow_rules(rs);
+    std::mt19937_64 rng(11);
+    graph g = metaflow_start(rng);
+    // Small tensors: the launch overhead dominates, as MetaFlow measured.
+    test_cost cost{.launch = 1e5};
+
+    auto greedy = search::backtracking{}.rules(rs.rules()).alpha(1.0).max_expansions(200).run(g, cost);
+    CHECK(greedy.rep.cost_after == greedy.rep.cost_before);
+    CHECK(count_ops(greedy.best, sp::op_kind::conv2d) == 2);
+    CHECK(greedy.rep.stopped == search::stop_reason::saturated);
+
+    // Layout enumeration off: the derivation is then exactly MetaFlow's three steps.
+    auto relaxed = search::backtracking{}.rules(rs.rules()).alpha(1.05).layouts(false).max_expansions(200).run(g, cost);
+    INFO(ops_of(relaxed.best));
+    CHECK(ops_of(relaxed.best) == "conv2d ");
+    CHECK(relaxed.rep.cost_after < relaxed.rep.cost_before);
+    CHECK(relaxed.rep.rule_uses["conv-enlarge3"] == 1);
+    CHECK(relaxed.rep.rule_uses["conv-distrib-ewadd-weight-rev"] == 1);
+    CHECK(relaxed.rep.rule_uses["relu-conv"] == 1);
+    check_equivalent(g, relaxed.best);
+    auto with_layouts = search::backtracking{}.rules(rs.rules()).alpha(1.05).max_expansions(200).run(g, cost);
+    CHECK(ops_of(with_layouts.best) == "conv2d ");
+    check_equivalent(g, with_layouts.best);
+}
+
+TEST_CASE("SRU: four element-wise operators => three (distributivity)") {
+    rewrite::rule_set rs;
+    rs.add(ax("ewmul-comm"));
+    rs.add(ax("ewmul-distrib-ewadd"), rewrite::same_shape(X, Y));
+    graph g;
+    auto f = g.input("f", {4, 8}), c = g.input("c", {4, 8}), x = g.input("x", {4, 8}), b = g.input("b", {4, 8});
+    // f*c + f*x + b, with f on the left of both products (the comm rule must turn them)
+    g.mark_output(g.ewadd(g.ewadd(g.ewmul(f, c), g.ewmul(f, x)), b));
+    REQUIRE(running_ops(g) == 4);
+    auto r = search::backtracking{}.rules(rs.rules()).max_expansions(500).run(g, test_cost{});
+    CHECK(running_ops(r.best) == 3);
+    CHECK(count_ops(r.best, sp::op_kind::ewmul) == 1);
+    CHECK(r.rep.rule_uses["ewmul-distrib-ewadd-rev"] == 1);
+    check_equivalent(g, r.best);
+}
+
+TEST_CASE("NasNet: two avg-pools + add => one depthwise conv over the sum") {
+    rewrite::rule_set rs;
+    rs.add(ax("conv-cpool-avgpool"));
+    rs.add(ax("conv-distrib-ewadd-input"), rewrite::same_shape(X, Y));
+    graph g;
+    auto x = g.input("x", {1, 4, 8, 8}), y = g.input("y", {1, 4, 8, 8});
+    g.mark_output(g.ewadd(g.avgpool(x), g.avgpool(y)));
+    // A backend where pooling is slower than the equivalent depthwise conv.
+    auto r = search::backtracking{}.rules(rs.rules()).max_expansions(300).run(g, test_cost{.pool_factor = 3});
+    INFO(ops_of(r.best));
+    CHECK(ops_of(r.best) == "ewadd conv2d ");
+    for (const auto& n : r.best.nodes)
+        if (n.is_op(sp::op_kind::conv2d)) CHECK(r.best.shape_of(n.inputs[1]) == shape{4, 1, 3, 3});  // depthwise
+    check_equivalent(g, r.best);
+}
+
+TEST_CASE("ResNeXt: four parallel convs concatenated => one grouped conv") {
+    rewrite::rule_set rs;
+    using namespace sp::vars;
+    constexpr auto merge = sp::make_axiom(
+        "conv-concat-grouped",
+        sp::concat(sp::pconst(1), sp::conv2d(p0, p1, p2, p3, x, y), sp::conv2d(p0, p1, p2, p3, z, w)) ==
+            sp::conv2d(p0, p1, p2, p3, sp::concat(sp::pconst(1), x, z), sp::concat(sp::pconst(0), y, w)));
+    // Sound when both convs have the same group count and group sizes.
+    rs.add(merge,
+           {sp::condition{sp::pdim(Y, 1), sp::pdim(W, 1), sp::condition::rel::eq},
+            sp::condition{sp::pdim(X, 1), sp::pdim(Z, 1), sp::condition::rel::eq},
+            sp::condition{sp::pdim(Y, 0), sp::pdim(W, 0), sp::condition::rel::eq}},
+           false);
+    std::mt19937_64 rng(12);
+    graph g;
+    std::vector<value> b;
+    for (int i = 0; i < 4; ++i) {
+        auto xi = g.input("x" + std::to_string(i), {1, 4, 6, 6});
+        b.push_back(g.conv2d(xi, g.weight("w" + std::to_string(i), {4, 4, 3, 3}, rng), {.act = relu}));
+    }
+    g.mark_output(g.concat(1, {g.concat(1, {b[0], b[1]}), g.concat(1, {b[2], b[3]})}));
+    auto r = search::backtracking{}.rules(rs.rules()).max_expansions(300).run(g, test_cost{});
+    INFO(ops_of(r.best));
+    REQUIRE(count_ops(r.best, sp::op_kind::conv2d) == 1);
+    for (const auto& n : r.best.nodes)
+        if (n.is_op(sp::op_kind::conv2d)) CHECK(r.best.shape_of(n.inputs[1]) == shape{16, 4, 3, 3});  // 4 groups
+    check_equivalent(g, r.best);
+}
+
+TEST_CASE("opaque nodes survive and the rest of the graph is optimized") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-conv"));
+    std::mt19937_64 rng(13);
+    graph g;
+    auto x = g.input("x", {1, 2, 5, 5});
+    auto a = g.relu(g.conv2d(x, g.weight("w1", {2, 2, 3, 3}, rng)));
+    auto op = std::make_shared<opaque_op>(opaque_op{"Double", "custom", "", 0});
+    auto o = g.opaque(op, {a}, {g.shape_of(a)})[0];
+    g.mark_output(g.relu(g.conv2d(o, g.weight("w2", {2, 2, 3, 3}, rng))));
+    auto r = search::backtracking{}.rules(rs.rules()).run(g, test_cost{});
+    CHECK(ops_of(r.best) == "conv2d Double conv2d ");
+    backend::reference ref;
+    ref.opaque_impls["Double"] = [](const node&, std::span<const tensor<float>* const> in) {
+        tensor<float> t = *in[0];
+        for (auto& v : t.data) v *= 2;
+        return std::vector<tensor<float>>{t};
+    };
+    check_equivalent(g, r.best, 1e-4, ref);
+}
+
+TEST_CASE("search is deterministic for a seed and an expansion budget") {
+    rewrite::rule_set rs;
+    for (const auto& a : sp::all_axioms)
+        if (a.name.starts_with("ewadd") || a.name.starts_with("ewmul")) rs.add(a, rewrite::same_shape(X, Y));
+    graph g;
+    auto f = g.input("f", {4, 8}), c = g.input("c", {4, 8}), x = g.input("x", {4, 8}), b = g.input("b", {4, 8});
+    g.mark_output(g.ewadd(g.ewadd(g.ewmul(f, c), g.ewmul(f, x)), b));
+    auto run = [&](std::uint64_t seed) {
+        return search::backtracking{}.rules(rs.rules()).alpha(1.2).seed(seed).max_expansions(60).top_k(5).run(g, test_cost{});
+    };
+    auto a = run(7), a2 = run(7);
+    CHECK(a.best.structural_hash() == a2.best.structural_hash());
+    CHECK(a.rep.generated == a2.rep.generated);
+    CHECK(a.rep.dedup_hits == a2.rep.dedup_hits);
+    CHECK(a.rep.rule_uses == a2.rep.rule_uses);
+    CHECK(a.rep.stopped == a2.rep.stopped);
+    CHECK(a.rep.expansions == a2.rep.expansions);
+    REQUIRE(a.top_k.size() == 5);
+    std::unordered_set<std::uint64_t> distinct;
+    for (const auto& t : a.top_k) distinct.insert(t.structural_hash());
+    CHECK(distinct.size() == 5);
+    CHECK(a.top_k[0].structural_hash() == a.best.structural_hash());
+    for (std::size_t i = 1; i < a.top_k.size(); ++i)
+        CHECK(test_cost{}.graph_cost(a.top_k[i - 1]) <= test_cost{}.graph_cost(a.top_k[i]));
+}
+
+TEST_CASE("tiny case: the search finds what exhaustive enumeration finds") {
+    rewrite::rule_set rs;
+    rs.add(ax("ewmul-comm"));
+    rs.add(ax("ewadd-comm"));
+    rs.add(ax("ewmul-distrib-ewadd"), rewrite::same_shape(X, Y));
+    graph g;
+    auto f = g.input("f", {3, 3}), c = g.input("c", {3, 3}), x = g.input("x", {3, 3});
+    g.mark_output(g.ewadd(g.ewmul(c, f), g.ewmul(f, x)));
+    test_cost cost;
+    // Exhaustive: every graph reachable by any sequence of rule applications.
+    std::unordered_set<std::uint64_t> seen{g.structural_hash()};
+    std::queue<graph> todo;
+    todo.push(g);
+    double best = cost.graph_cost(g);
+    while (!todo.empty()) {
+        graph cur = std::move(todo.front());
+        todo.pop();
+        rewrite::graph_index ix(cur);
+        for (const auto& r : rs.rules())
+            for (const auto& m : rewrite::find_matches(ix, r))
+                if (auto n = rewrite::apply(ix, r, m))
+                    if (seen.insert(n->structural_hash()).second) {
+                        best = std::min(best, cost.graph_cost(*n));
+                        todo.push(std::move(*n));
+                    }
+        REQUIRE(seen.size() < 5000);  // the space is finite and small
+    }
+    auto r = search::backtracking{}.rules(rs.rules()).run(g, cost);
+    CHECK(r.rep.stopped == search::stop_reason::saturated);
+    CHECK(r.rep.cost_after == doctest::Approx(best));
+    CHECK(running_ops(r.best) == 2);
+    check_equivalent(g, r.best);
+}
+
+TEST_CASE("search builder rejects impossible limits with a message") {
+    CHECK_THROWS_WITH_AS(search::backtracking{}.alpha(0.5), doctest::Contains("alpha"), error);
+    CHECK_THROWS_WITH_AS(search::backtracking{}.max_queue(0), doctest::Contains("max_queue"), error);
+}
+
+TEST_CASE("optimize: a graph beyond the partition threshold is optimized part by part, rules spanning cuts too") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-conv"));
+    std::mt19937_64 rng(14);
+    graph g;
+    auto v = g.input("x", {1, 2, 4, 4});
+    for (int i = 0; i < 24; ++i) v = g.relu(g.conv2d(v, g.weight("w" + std::to_string(i), {2, 2, 1, 1}, rng)));
+    g.mark_output(v);
+    REQUIRE(g.op_count() == 48);
+    auto r = optimize(g, rs.rules(), test_cost{}, {.max_expansions = 2000, .partition_threshold = 10});
+    CHECK(r.report.parts > 1);
+    CHECK(r.report.improved);
+    CHECK(count_ops(r.optimized, sp::op_kind::relu) == 0);
+    CHECK(count_ops(r.optimized, sp::op_kind::conv2d) == 24);
+    CHECK(r.report.rule_uses["relu-conv"] == 24);
+    check_equivalent(g, r.optimized);
+    std::ostringstream os;
+    r.report.print(os);
+    CHECK(os.str().find("relu-conv") != std::string::npos);
+}
+
+TEST_CASE("optimize: nothing to improve => the original graph, unchanged") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-conv"));
+    graph g;
+    auto x = g.input("x", {4});
+    g.mark_output(g.tanh(x));
+    auto r = optimize(g, rs.rules(), test_cost{}, {.top_k = 3});
+    CHECK_FALSE(r.report.improved);
+    CHECK(r.optimized.structural_hash() == g.structural_hash());
+    CHECK(r.report.cost_after == r.report.cost_before);
+    CHECK(r.top_k.size() == 1);
+}
+
+TEST_CASE("optimize with cost::analytical: TASO Figure 2a matmul sharing + relu fusion") {
+    rewrite::rule_set rs;
+    rs.add(ax("relu-conv"));
+    rs.add(ax("conv-concat-weight"), {sp::condition{sp::pdim(Y, 1), sp::pdim(X, 1), sp::condition::rel::eq}});
+    rs.add(ax("split0-concat"));
+    rs.add(ax("split1-concat"));
+    std::mt19937_64 rng(15);
+    graph g;
+    auto x = g.input("x", {1, 8, 16, 16});
+    auto a = g.relu(g.conv2d(x, g.weight("w1", {8, 8, 3, 3}, rng)));
+    auto b = g.relu(g.conv2d(x, g.weight("w2", {8, 8, 3, 3}, rng)));
+    g.mark_output(g.concat(1, {a, b}));
+    auto r = optimize(g, rs.rules(), cost::analytical{}, {.max_expansions = 300});
+    INFO(ops_of(r.optimized));
+    CHECK(r.report.improved);
+    CHECK(count_ops(r.optimized, sp::op_kind::conv2d) == 1);
+    check_equivalent(g, r.optimized);
+}
