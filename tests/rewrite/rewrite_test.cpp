@@ -356,3 +356,25 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     auto f1 = rewrite::fold_constants(g, cache), f2 = rewrite::fold_constants(g, cache);
     CHECK(f1.structural_hash() == f2.structural_hash());
 }
+
+TEST_CASE("rules proven only in TASO's model do not fire on grouped convs or broadcasting adds") {
+    namespace sp = tsopt::spec;
+    rewrite::rule_set rs;
+    rs.add(*sp::find_axiom("conv-distrib-ewadd-input"));  // conv(x + y, w) == conv(x, w) + conv(y, w)
+    REQUIRE(rs.find("conv-distrib-ewadd-input-rev").model == rewrite::proof_model::taso_restricted);
+    std::mt19937_64 rng(21);
+    auto fused_count = [&](shape wshape, shape yshape) {
+        graph g;
+        auto x = g.input("x", {1, 4, 6, 6});
+        auto y = g.input("y", yshape);
+        auto w = g.weight("w", wshape, rng);
+        g.mark_output(g.ewadd(g.conv2d(x, w), g.conv2d(y, w)));
+        rewrite::graph_index ix(g);
+        const auto& r = rs.find("conv-distrib-ewadd-input-rev");
+        int applied = 0;
+        for (const auto& m : rewrite::find_matches(ix, r)) applied += rewrite::apply(ix, r, m).has_value();
+        return applied;
+    };
+    CHECK(fused_count({4, 4, 3, 3}, {1, 4, 6, 6}) == 1);  // ungrouped, equal shapes: inside the model
+    CHECK(fused_count({4, 2, 3, 3}, {1, 4, 6, 6}) == 0);  // grouped conv: outside
+}

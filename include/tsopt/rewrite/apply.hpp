@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tsopt/rewrite/match.hpp"
+#include "tsopt/rewrite/model.hpp"
 
 namespace tsopt::rewrite {
 
@@ -175,6 +176,16 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         made[i] = {static_cast<std::int32_t>(ng.nodes.size()), 0};
         b.fresh.push_back(made[i].node);
         ng.nodes.push_back(std::move(n));
+    }
+
+    // A rule proven only in TASO's model holds only where every node it
+    // reads or writes is inside that model.
+    if (r.model == proof_model::taso_restricted) {
+        for (auto id : m.nodes)
+            if (auto e = outside_taso_model(g, g.nodes[static_cast<std::size_t>(id)]); !e.empty())
+                return fail("proven only in TASO's model, but " + e);
+        for (value v : made)
+            if (auto e = outside_taso_model(ng, ng.at(v)); !e.empty()) return fail("proven only in TASO's model, but " + e);
     }
 
     // Replacements: src_out[i] -> dst_out[i], shapes must agree.

@@ -22,6 +22,7 @@
 
 #include "tsopt/rewrite/rule.hpp"
 #include "tsopt/spec/axiom_dsl.hpp"
+#include "tsopt/spec/axioms.hpp"
 
 namespace tsopt::rewrite {
 
@@ -130,8 +131,11 @@ public:
         for (const auto& c : extra)
             if (uses(c.a) && uses(c.b)) where.push_back(c);
         int n = 0;
-        n += add_direction(std::string(a.name), a.eq.lhs, a.eq.rhs, where, "axiom " + std::string(a.name));
-        if (reverse) n += add_direction(std::string(a.name) + "-rev", a.eq.rhs, a.eq.lhs, where, "axiom " + std::string(a.name) + ", reversed");
+        const auto model = model_of(a);
+        n += add_direction(std::string(a.name), a.eq.lhs, a.eq.rhs, where, "axiom " + std::string(a.name), model);
+        if (reverse)
+            n += add_direction(std::string(a.name) + "-rev", a.eq.rhs, a.eq.lhs, where,
+                               "axiom " + std::string(a.name) + ", reversed", model);
         return n;
     }
     // Adds only the given direction of an axiom (no twin); throws when it is
@@ -139,7 +143,7 @@ public:
     void add_one_way(const spec::axiom& a, std::initializer_list<spec::condition> extra = {}) {
         std::vector<spec::condition> where(a.where.begin(), a.where.begin() + a.num_where);
         where.insert(where.end(), extra.begin(), extra.end());
-        if (!add_direction(std::string(a.name), a.eq.lhs, a.eq.rhs, where, "axiom " + std::string(a.name)))
+        if (!add_direction(std::string(a.name), a.eq.lhs, a.eq.rhs, where, "axiom " + std::string(a.name), model_of(a)))
             throw error("axiom '" + std::string(a.name) + "' is not a valid left-to-right rule");
     }
 
@@ -147,9 +151,10 @@ public:
     // rule when the target uses variables the source does not bind.
     void add_rule(std::string name, std::vector<spec::pattern_node> src, std::vector<spec::pattern_node> dst,
                   std::vector<spec::value_ref> src_out, std::vector<spec::value_ref> dst_out,
-                  std::vector<spec::condition> where = {}, std::string provenance = "hand-written") {
+                  std::vector<spec::condition> where = {}, std::string provenance = "hand-written",
+                  proof_model model = proof_model::taso_restricted) {
         if (!push(std::move(name), std::move(src), std::move(dst), std::move(src_out), std::move(dst_out), std::move(where),
-                  std::move(provenance)))
+                  std::move(provenance), model))
             throw error("rule '" + owned_.back()->name + "' is invalid: its source must be operators and its target may use "
                         "only variables the source binds");
     }
@@ -164,6 +169,12 @@ public:
     }
 
 private:
+    // Axioms of the validated set carry their model; an axiom written
+    // elsewhere (a test's) is taken at its word as full-semantics.
+    static proof_model model_of(const spec::axiom& a) {
+        return spec::holds_in_full_semantics(a.name) ? proof_model::full : proof_model::taso_restricted;
+    }
+
     struct owned {
         std::string name, text, provenance;
         std::vector<spec::pattern_node> src, dst;
@@ -172,11 +183,11 @@ private:
     };
 
     int add_direction(std::string name, const spec::expr& from, const spec::expr& to, const std::vector<spec::condition>& where,
-                      std::string prov) {
+                      std::string prov, proof_model model) {
         if (from.root.is_var) return 0;
         std::vector<spec::pattern_node> s(from.nodes.begin(), from.nodes.begin() + from.size);
         std::vector<spec::pattern_node> d(to.nodes.begin(), to.nodes.begin() + to.size);
-        bool ok = push(std::move(name), std::move(s), std::move(d), {from.root}, {to.root}, where, std::move(prov));
+        bool ok = push(std::move(name), std::move(s), std::move(d), {from.root}, {to.root}, where, std::move(prov), model);
         if (!ok) {
             owned_.pop_back();
             return 0;
@@ -186,7 +197,7 @@ private:
 
     bool push(std::string name, std::vector<spec::pattern_node> src, std::vector<spec::pattern_node> dst,
               std::vector<spec::value_ref> src_out, std::vector<spec::value_ref> dst_out, std::vector<spec::condition> where,
-              std::string prov) {
+              std::string prov, proof_model model) {
         auto o = std::make_unique<owned>();
         o->name = std::move(name);
         o->provenance = std::move(prov);
@@ -232,6 +243,7 @@ private:
         r.num_tensor_vars = static_cast<int>(std::max(st.size(), dt.size()));
         r.num_param_vars = static_cast<int>(std::max(sp.size(), dp.size()));
         r.where = w.where;
+        r.model = model;
         views_.push_back(r);
         return true;
     }

@@ -145,6 +145,21 @@ inline constexpr std::array all_axioms = [] {
 // Number of axioms translated from TASO's verifier (the first entries of all_axioms).
 inline constexpr std::size_t taso_axiom_count = 44;
 
+// Axioms that are true only in TASO's restricted model (see
+// rewrite::proof_model): validated there, and shown false under the full
+// semantics (broadcasting ewadd/ewmul, grouped conv, batched matmul) by
+// `verify_axioms --full-semantics`; tests/verify checks this list against
+// that validation so it cannot drift.
+inline constexpr std::array<std::string_view, 8> taso_model_only{
+    "conv-distrib-ewadd-weight", "conv-distrib-ewadd-input", "conv-concat-sum", "conv-concat-weight",
+    "matmul-concat-sum",         "matmul-concat-cols",       "concat-ewadd",    "concat-ewmul"};
+
+constexpr bool holds_in_full_semantics(std::string_view axiom_name) {
+    for (auto n : taso_model_only)
+        if (n == axiom_name) return false;
+    return true;
+}
+
 constexpr const axiom* find_axiom(std::string_view n) {
     for (const axiom& a : all_axioms)
         if (a.name == n) return &a;
