@@ -6,6 +6,9 @@ packages=(
   meson ninja-build g++ pkg-config
   libz3-dev libboost-graph-dev doctest-dev
   libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
+  libonnx-testdata  # ONNX operator conformance tests: tests/io importer oracle
+  graphviz          # `dot` for SVG pictures of graphs (tsopt/io/dot.hpp); optional at run time
+  clang             # libFuzzer (-fsanitize=fuzzer) for the ONNX importer fuzz target
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,891 @@
+#pragma once
+// ONNX -> tsopt graph. Operators with a declared counterpart map onto it when
+// the mapping is exact (see the table in tsopt/onnx.hpp); every other operator
+// becomes an opaque node carrying its serialized attributes and its output
+// shapes (from the model's value_info or ONNX shape inference), so the model
+// round-trips and the rest of it is still optimized.
+#include <deque>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <onnx/shape_inference/implementation.h>
+
+#include "tsopt/io/onnx/proto.hpp"
+
+namespace tsopt::onnx {
+
+struct import_options {
+    // Value for a dynamic leading (batch) dimension of graph inputs; 0: none given.
+    std::int64_t batch = 0;
+    // Values for named symbolic dimensions (dim_param), e.g. {"seq", 128}.
+    std::map<std::string, std::int64_t, std::less<>> dims{};
+    // Run ONNX shape inference when an opaque node's output shape is not in
+    // the model's value_info.
+    bool shape_inference = true;
+};
+
+// An imported model: the graph plus what the graph IR does not keep and an
+// export needs to reproduce the file's interface.
+struct model {
+    tsopt::graph graph;
+    std::vector<std::string> output_names;                   // ONNX names of graph.outputs
+    std::int64_t opset = 0;                                   // default-domain opset of the file
+    std::vector<std::pair<std::string, std::int64_t>> other_opsets;  // custom domains
+    std::string producer;
+};
+
+namespace detail {
+
+struct declared_shape {
+    std::int32_t elem = 0;
+    bool has_shape = false;
+    shape s;
+    std::array<bool, max_rank> fixed{};
+};
+
+class importer {
+public:
+    importer(const pb::ModelProto& m, const import_options& o) : m_(m), o_(o) {}
+
+    model run() {
+        model r;
+        r.opset = check_opset(r);
+        opset_ = r.opset;
+        r.producer = m_.producer_name();
+        if (!m_.has_graph()) throw error("model has no graph");
+        const pb::GraphProto& gp = m_.graph();
+        if (gp.sparse_initializer_size() > 0) throw error("graph: sparse initializers are not supported");
+        for (const auto& vi : gp.value_info()) declare(vi, "value_info");
+        for (const auto& vi : gp.output()) declare(vi, "graph output");
+        for (int i = 0; i < gp.initializer_size(); ++i) {
+            const auto& t = gp.initializer(i);
+            if (t.name().empty()) throw error("initializer #" + std::to_string(i) + " has no name");
+            if (syms_.count(t.name())) throw error("initializer '" + t.name() + "' is defined twice");
+            syms_[t.name()].c = &t;
+        }
+        for (const auto& vi : gp.input())
+            if (!syms_.count(vi.name())) add_input(vi);
+        for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
+        for (const auto& vi : gp.output()) {
+            g_.mark_output(as_value(vi.name(), "graph output '" + vi.name() + "'"));
+            r.output_names.push_back(vi.name());
+        }
+        if (gp.output_size() == 0) throw error("graph has no outputs");
+        g_.validate();
+        r.graph = std::move(g_);
+        return r;
+    }
+
+private:
+    struct sym {
+        std::optional<value> v;
+        const pb::TensorProto* c = nullptr;
+    };
+
+    const pb::ModelProto& m_;
+    const import_options& o_;
+    std::int64_t opset_ = 0;
+    graph g_;
+    std::map<std::string, sym, std::less<>> syms_;
+    std::map<std::string, declared_shape, std::less<>> declared_, inferred_;
+    std::deque<pb::TensorProto> owned_;                           // tensors made from Constant attributes
+    bool inferred_done_ = false;
+
+    // ---- model level ----------------------------------------------------
+    std::int64_t check_opset(model& r) const {
+        std::int64_t v = -1;
+        for (const auto& o : m_.opset_import()) {
+            if (o.domain().empty() || o.domain() == "ai.onnx") v = o.version();
+            else r.other_opsets.push_back({o.domain(), o.version()});
+        }
+        if (v < 0) throw error("opset_import: no entry for the default ONNX domain (ai.onnx)");
+        if (v < min_opset || v > max_opset)
+            throw error("opset_import: default-domain opset " + std::to_string(v) + " is outside the supported range " +
+                        std::to_string(min_opset) + ".." + std::to_string(max_opset));
+        return v;
+    }
+
+    static std::optional<declared_shape> read_type(const pb::ValueInfoProto& vi) {
+        if (!vi.has_type() || !vi.type().has_tensor_type()) return std::nullopt;
+        const auto& tt = vi.type().tensor_type();
+        declared_shape d;
+        d.elem = tt.elem_type();
+        if (tt.has_shape()) {
+            if (tt.shape().dim_size() > max_rank)
+                throw error("value '" + vi.name() + "': rank " + std::to_string(tt.shape().dim_size()) +
+                            " exceeds tsopt's maximum " + std::to_string(max_rank));
+            d.has_shape = true;
+            for (int i = 0; i < tt.shape().dim_size(); ++i) {
+                const auto& dim = tt.shape().dim(i);
+                bool fixed = dim.has_dim_value() && dim.dim_value() > 0;
+                d.fixed[static_cast<std::size_t>(i)] = fixed;
+                d.s.push_back(fixed ? std::min(dim.dim_value(), max_extent) : 0);
+            }
+        }
+        return d;
+    }
+    void declare(const pb::ValueInfoProto& vi, const char*) {
+        if (auto d = read_type(vi)) declared_[vi.name()] = *d;
+    }
+
+    void add_input(const pb::ValueInfoProto& vi) {
+        std::string who = "graph input '" + vi.name() + "'";
+        if (vi.name().empty()) throw error("graph input with an empty name");
+        if (!vi.has_type() || !vi.type().has_tensor_type()) throw error(who + ": not a tensor");
+        const auto& tt = vi.type().tensor_type();
+        if (tt.elem_type() != pb::TensorProto::FLOAT)
+            throw error(who + ": element type " + type_name(tt.elem_type()) + "; tsopt graphs carry float32 tensors");
+        if (!tt.has_shape()) throw error(who + ": has no shape");
+        if (tt.shape().dim_size() > max_rank)
+            throw error(who + ": rank " + std::to_string(tt.shape().dim_size()) + " exceeds tsopt's maximum " +
+                        std::to_string(max_rank));
+        shape s;
+        for (int i = 0; i < tt.shape().dim_size(); ++i) {
+            const auto& d = tt.shape().dim(i);
+            std::int64_t x = 0;
+            if (d.has_dim_value() && d.dim_value() > 0) x = d.dim_value();
+            else if (d.has_dim_param() && o_.dims.count(d.dim_param())) x = o_.dims.find(d.dim_param())->second;
+            else if (i == 0 && o_.batch > 0) x = o_.batch;
+            else
+                throw error(who + ": dimension " + std::to_string(i) +
+                            (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
+                            " is dynamic; give its value with import_options::batch or import_options::dims");
+            if (x <= 0 || x > max_extent) throw error(who + ": dimension " + std::to_string(i) + " has extent " + std::to_string(x));
+            s.push_back(x);
+        }
+        if (bounded_elements(s) > max_elements) throw error(who + ": too many elements");
+        if (syms_.count(vi.name())) throw error(who + ": defined twice");
+        syms_[vi.name()].v = g_.input(vi.name(), s);
+    }
+
+    // ---- symbols ----------------------------------------------------------
+    const pb::TensorProto* const_of(const std::string& name) const {
+        auto it = syms_.find(name);
+        return it == syms_.end() ? nullptr : it->second.c;
+    }
+    value as_value(const std::string& name, const std::string& who) {
+        auto it = syms_.find(name);
+        if (name.empty() || it == syms_.end())
+            throw error(who + ": input '" + name + "' is not produced by any node, graph input or initializer");
+        sym& s = it->second;
+        if (!s.v) s.v = g_.weight(name, to_float_tensor(*s.c, who + ": constant '" + name + "'"));
+        return *s.v;
+    }
+    value in(const pb::NodeProto& n, int i, const std::string& who) {
+        if (i >= n.input_size() || n.input(i).empty())
+            throw error(who + ": input " + std::to_string(i) + " is missing");
+        return as_value(n.input(i), who);
+    }
+    bool has_in(const pb::NodeProto& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+    std::vector<std::int64_t> const_ints(const pb::NodeProto& n, int i, const std::string& who, const char* what) {
+        auto* c = has_in(n, i) ? const_of(n.input(i)) : nullptr;
+        if (!c)
+            throw error(who + ": input " + std::to_string(i) + " ('" + (i < n.input_size() ? n.input(i) : std::string()) +
+                        "', " + what + ") must be a constant (initializer or Constant node)");
+        return to_ints(*c, who + ": " + what + " '" + n.input(i) + "'");
+    }
+    void define(const std::string& name, value v, const std::string& who) {
+        if (name.empty()) return;
+        sym& s = syms_[name];
+        if (s.v || s.c) throw error(who + ": output '" + name + "' is already defined earlier in the graph");
+        s.v = v;
+    }
+
+    // ---- nodes --------------------------------------------------------------
+    void add_node(const pb::NodeProto& n, int index) {
+        std::string label = n.name().empty() ? (n.output_size() ? n.output(0) : "#" + std::to_string(index)) : n.name();
+        std::string who = "node '" + label + "' (" + n.op_type() + ")";
+        if (n.output_size() == 0) throw error(who + ": has no outputs");
+        try {
+            bool standard = n.domain().empty() || n.domain() == "ai.onnx";
+            if (standard && n.op_type() == "Constant") return add_constant(n, who);
+            std::vector<value> outs;
+            if (standard) outs = map_standard(n, who);
+            if (outs.empty()) outs = make_opaque(n, who);
+            if (n.op_type() == "Split" && standard && outs.size() == static_cast<std::size_t>(n.output_size())) {
+                for (int k = 0; k < n.output_size(); ++k) finish(n.output(k), outs[static_cast<std::size_t>(k)], who);
+            } else if (!outs.empty() && g_.at(outs[0]).kind == node_kind::opaque) {
+                // Opaque outputs follow the non-empty output slots.
+                std::size_t j = 0;
+                for (int k = 0; k < n.output_size(); ++k)
+                    if (!n.output(k).empty()) finish(n.output(k), outs[j++], who);
+            } else {
+                finish(n.output(0), outs[0], who);
+            }
+        } catch (const error& e) {
+            std::string m = e.what();
+            if (m.rfind(who, 0) == 0) throw;
+            throw error(who + ": " + m);
+        }
+    }
+
+    // Binds an output name and checks it against the model's declared shape.
+    void finish(const std::string& name, value v, const std::string& who) {
+        const shape& s = g_.shape_of(v);
+        if (bounded_elements(s) > max_elements) throw error(who + ": output '" + name + "' has too many elements " + s.str());
+        for (int i = 0; i < s.rank; ++i)
+            if (s[i] > max_extent) throw error(who + ": output '" + name + "' has too large an extent " + s.str());
+        if (auto it = declared_.find(name); it != declared_.end()) {
+            const declared_shape& d = it->second;
+            if (d.elem != 0 && d.elem != pb::TensorProto::FLOAT)
+                throw error(who + ": output '" + name + "' is declared " + type_name(d.elem) +
+                            "; tsopt graphs carry float32 tensors");
+            bool ok = !d.has_shape || d.s.rank == s.rank;
+            for (int i = 0; ok && d.has_shape && i < s.rank; ++i) ok = !d.fixed[static_cast<std::size_t>(i)] || d.s[i] == s[i];
+            if (!ok)
+                throw error(who + ": output '" + name + "' is declared with shape " + shape_text(d) +
+                            " in the model but computes to " + s.str());
+        }
+        define(name, v, who);
+    }
+    static std::string shape_text(const declared_shape& d) {
+        std::string r = "[";
+        for (int i = 0; i < d.s.rank; ++i)
+            r += (i ? "," : "") + (d.fixed[static_cast<std::size_t>(i)] ? std::to_string(d.s[i]) : std::string("?"));
+        return r + "]";
+    }
+
+    void add_constant(const pb::NodeProto& n, const std::string& who) {
+        attributes a(n, who);
+        pb::TensorProto t;
+        if (auto* v = a.find("value")) {
+            if (v->type() != pb::AttributeProto::TENSOR) a.fail("value", "must be a tensor");
+            t = v->t();
+        } else if (a.has("value_float")) {
+            t.set_data_type(pb::TensorProto::FLOAT);
+            t.add_float_data(a.get_float("value_float", 0));
+        } else if (a.has("value_floats")) {
+            auto* v = a.find("value_floats");
+            t.set_data_type(pb::TensorProto::FLOAT);
+            t.add_dims(v->floats_size());
+            for (float f : v->floats()) t.add_float_data(f);
+        } else if (a.has("value_int")) {
+            t.set_data_type(pb::TensorProto::INT64);
+            t.add_int64_data(a.get_int("value_int", 0));
+        } else if (a.has("value_ints")) {
+            auto v = a.get_ints("value_ints", {});
+            t.set_data_type(pb::TensorProto::INT64);
+            t.add_dims(static_cast<std::int64_t>(v.size()));
+            for (auto x : v) t.add_int64_data(x);
+        } else {
+            throw error(who + ": needs one of the attributes value, value_float(s), value_int(s)");
+        }
+        (void)tensor_shape(t, who + ": value", true);  // validates rank and extents
+        t.set_name(n.output(0));
+        owned_.push_back(std::move(t));
+        if (n.output(0).empty()) return;
+        sym& s = syms_[n.output(0)];
+        if (s.v || s.c) throw error(who + ": output '" + n.output(0) + "' is already defined earlier in the graph");
+        s.c = &owned_.back();
+    }
+
+    // Declared-operator mapping. Returns no values to ask for an opaque node
+    // (the case is valid ONNX but has no exact tsopt counterpart); throws for
+    // invalid ONNX. Must not add nodes before deciding to fall back.
+    std::vector<value> map_standard(const pb::NodeProto& n, const std::string& who) {
+        const std::string& t = n.op_type();
+        attributes a(n, who);
+        const std::string out = n.output(0);
+        auto extra_outputs = [&] {
+            for (int k = 1; k < n.output_size(); ++k)
+                if (!n.output(k).empty()) return true;
+            return false;
+        };
+        if (t != "Split" && extra_outputs()) return {};
+        auto none_but = [&](std::initializer_list<std::string_view> known) { return a.unknown(known).empty(); };
+
+        if (t == "Relu" || t == "Sigmoid" || t == "Tanh") {
+            if (!none_but({})) return {};
+            value x = in(n, 0, who);
+            auto k = t == "Relu" ? spec::op_kind::relu : t == "Sigmoid" ? spec::op_kind::sigmoid : spec::op_kind::tanh;
+            return {g_.add1(k, {}, {x}, out)};
+        }
+        if (t == "Identity" || t == "Dropout") {
+            if (t == "Dropout" && (!none_but({"ratio", "seed"}) || has_in(n, 2))) return {};  // training_mode given
+            if (t == "Identity" && !none_but({})) return {};
+            return {in(n, 0, who)};
+        }
+        if (t == "Add" || t == "Mul") {
+            if (!none_but({})) return {};
+            value x = in(n, 0, who), y = in(n, 1, who);
+            if (t == "Mul") {
+                // A one-element factor that does not change the shape: smul.
+                const shape &xs = g_.shape_of(x), &ys = g_.shape_of(y);
+                if (ys.elements() == 1 && ys.rank <= xs.rank) return {g_.smul(x, y, out)};
+                if (xs.elements() == 1 && xs.rank <= ys.rank) return {g_.smul(y, x, out)};
+            }
+            return {g_.add1(t == "Add" ? spec::op_kind::ewadd : spec::op_kind::ewmul, {}, {x, y}, out)};
+        }
+        if (t == "Sub") {
+            if (!none_but({})) return {};
+            value x = in(n, 0, who);
+            if (!has_in(n, 1)) throw error(who + ": input 1 is missing");
+            if (auto* c = const_of(n.input(1)); c && c->data_type() == pb::TensorProto::FLOAT) {
+                auto neg = to_float_tensor(*c, who + ": constant '" + n.input(1) + "'");
+                for (auto& v : neg.data) v = -v;  // exact: x - c == x + (-c)
+                return {g_.ewadd(x, g_.weight(out + "/neg", std::move(neg)), out)};
+            }
+            value y = in(n, 1, who);
+            value m1 = g_.weight(out + "/minus_one", tensor<float>(shape{1}, -1.f));
+            return {g_.ewadd(x, g_.smul(y, m1, out + "/neg"), out)};
+        }
+        if (t == "Div") {
+            if (!none_but({})) return {};
+            auto* c = has_in(n, 1) ? const_of(n.input(1)) : nullptr;
+            if (!c || c->data_type() != pb::TensorProto::FLOAT) return {};
+            auto r = to_float_tensor(*c, who + ": constant '" + n.input(1) + "'");
+            for (auto& v : r.data) {
+                int e = 0;
+                if (!(std::isfinite(v) && v != 0 && std::frexp(v, &e) == (v > 0 ? 0.5f : -0.5f))) return {};
+                float inv = 1.f / v;  // a power of two: x / v == x * (1/v) exactly
+                if (!std::isnormal(inv)) return {};
+                v = inv;
+            }
+            value x = in(n, 0, who);
+            return {g_.ewmul(x, g_.weight(out + "/reciprocal", std::move(r)), out)};
+        }
+        if (t == "MatMul") {
+            if (!none_but({})) return {};
+            value x = in(n, 0, who), y = in(n, 1, who);
+            if (g_.shape_of(x).rank < 2 || g_.shape_of(y).rank < 2) return {};
+            return {g_.matmul(x, y, {}, out)};
+        }
+        if (t == "Gemm") return gemm(n, a, who, out);
+        if (t == "Conv") return conv(n, a, who, out);
+        if (t == "MaxPool" || t == "AveragePool") return pool(n, a, who, out, t == "MaxPool");
+        if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+            if (!none_but({})) return {};
+            value x = in(n, 0, who);
+            const shape& s = g_.shape_of(x);
+            if (s.rank != 4) return {};
+            spec::op_params p;
+            p[spec::pool_p::kh] = int32(s[2], who, "kernel");
+            p[spec::pool_p::kw] = int32(s[3], who, "kernel");
+            p[spec::pool_p::stride_h] = p[spec::pool_p::stride_w] = 1;
+            p[spec::pool_p::pad] = static_cast<std::int32_t>(spec::pad_mode::valid);
+            return {g_.add1(t == "GlobalMaxPool" ? spec::op_kind::maxpool : spec::op_kind::avgpool, p, {x}, out)};
+        }
+        if (t == "BatchNormalization") return batchnorm(n, a, who, out);
+        if (t == "Concat") {
+            if (!none_but({"axis"})) return {};
+            if (!a.has("axis")) a.fail("axis", "is required");
+            std::vector<value> xs;
+            for (int i = 0; i < n.input_size(); ++i) xs.push_back(in(n, i, who));
+            if (xs.empty()) throw error(who + ": has no inputs");
+            int ax = axis(a, "axis", a.get_int("axis", 0), g_.shape_of(xs[0]).rank);
+            if (xs.size() == 1) return {xs[0]};
+            return {g_.concat(ax, xs, out)};
+        }
+        if (t == "Split") return split(n, a, who);
+        if (t == "Transpose") {
+            if (!none_but({"perm"})) return {};
+            value x = in(n, 0, who);
+            int r = g_.shape_of(x).rank;
+            std::vector<std::int64_t> rev;
+            for (int i = r - 1; i >= 0; --i) rev.push_back(i);
+            auto perm = a.get_ints("perm", rev);
+            if (static_cast<int>(perm.size()) != r) a.fail("perm", "has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+            unsigned seen = 0;
+            spec::op_params p;
+            p[spec::transpose_p::perm] = r << 24;
+            for (int i = 0; i < r; ++i) {
+                auto v = perm[static_cast<std::size_t>(i)];
+                if (v < 0 || v >= r || (seen >> v) & 1u) a.fail("perm", "is not a permutation of " + std::to_string(r) + " axes");
+                seen |= 1u << v;
+                p[spec::transpose_p::perm] |= static_cast<std::int32_t>(v) << (3 * i);
+            }
+            return {g_.add1(spec::op_kind::transpose, p, {x}, out)};
+        }
+        if (t == "Reshape") {
+            if (!none_but({"allowzero"})) return {};
+            value x = in(n, 0, who);
+            auto target = const_ints(n, 1, who, "shape");
+            if (target.empty()) return {};  // to rank 0: no declared counterpart
+            bool allowzero = a.get_int("allowzero", 0) != 0;
+            const shape& s = g_.shape_of(x);
+            if (target.size() > static_cast<std::size_t>(max_rank)) throw error(who + ": target rank " + std::to_string(target.size()) + " exceeds " + std::to_string(max_rank));
+            shape r;
+            int infer_at = -1;
+            std::int64_t known = 1;
+            for (std::size_t i = 0; i < target.size(); ++i) {
+                std::int64_t d = target[i];
+                if (d == 0 && !allowzero) {
+                    if (static_cast<int>(i) >= s.rank) throw error(who + ": shape entry " + std::to_string(i) + " is 0 (copy) beyond the input's rank");
+                    d = s[static_cast<int>(i)];
+                } else if (d == -1) {
+                    if (infer_at >= 0) throw error(who + ": shape has more than one -1 entry");
+                    infer_at = static_cast<int>(i);
+                    r.push_back(1);
+                    continue;
+                } else if (d <= 0) {
+                    throw error(who + ": shape entry " + std::to_string(i) + " is " + std::to_string(d) + " (tsopt tensors are never empty)");
+                }
+                if (d > max_extent) throw error(who + ": shape entry " + std::to_string(i) + " is too large");
+                known *= d;
+                if (known > max_elements) throw error(who + ": shape has too many elements");
+                r.push_back(d);
+            }
+            if (infer_at >= 0) {
+                if (s.elements() % known != 0)
+                    throw error(who + ": cannot infer the -1 entry: " + std::to_string(s.elements()) + " elements are not a multiple of " + std::to_string(known));
+                r[infer_at] = s.elements() / known;
+            }
+            return {g_.reshape(x, r, out)};
+        }
+        if (t == "Flatten") {
+            if (!none_but({"axis"})) return {};
+            value x = in(n, 0, who);
+            const shape& s = g_.shape_of(x);
+            std::int64_t ax = a.get_int("axis", 1);
+            if (ax < -s.rank || ax > s.rank) a.fail("axis", "is " + std::to_string(ax) + ", outside [-rank, rank] for rank " + std::to_string(s.rank));
+            if (ax < 0) ax += s.rank;
+            std::int64_t outer = 1;
+            for (int i = 0; i < ax; ++i) outer *= s[i];
+            return {g_.reshape(x, shape{outer, s.elements() / outer}, out)};
+        }
+        if (t == "Softmax") {
+            if (!none_but({"axis"})) return {};
+            value x = in(n, 0, who);
+            const shape& s = g_.shape_of(x);
+            int ax = axis(a, "axis", a.get_int("axis", opset_ >= 13 ? -1 : 1), s.rank);
+            if (opset_ >= 13 || ax == s.rank - 1) return {g_.softmax(x, ax, out)};
+            // Before opset 13 the input is coerced to 2-D at `axis`.
+            std::int64_t outer = 1;
+            for (int i = 0; i < ax; ++i) outer *= s[i];
+            value f = g_.reshape(x, shape{outer, s.elements() / outer}, out + "/flat");
+            return {g_.reshape(g_.softmax(f, 1, out + "/softmax"), s, out)};
+        }
+        if (t == "Pad") {
+            if (!none_but({"mode"})) return {};
+            std::string mode = a.get_string("mode", "constant");
+            if (mode != "constant" && mode != "reflect" && mode != "edge")
+                a.fail("mode", "has unknown value '" + mode + "' (constant, reflect or edge)");
+            if (mode != "constant" || has_in(n, 3)) return {};
+            if (has_in(n, 2)) {
+                auto* c = const_of(n.input(2));
+                if (!c || c->data_type() != pb::TensorProto::FLOAT) return {};
+                auto v = to_float_tensor(*c, who + ": constant_value");
+                if (v.data.size() != 1 || v.data[0] != 0.f) return {};
+            }
+            if (!has_in(n, 1) || !const_of(n.input(1))) return {};
+            value x = in(n, 0, who);
+            const shape& s = g_.shape_of(x);
+            auto p = const_ints(n, 1, who, "pads");
+            if (p.size() != static_cast<std::size_t>(2 * s.rank))
+                throw error(who + ": pads has " + std::to_string(p.size()) + " entries, input rank " + std::to_string(s.rank) + " needs " + std::to_string(2 * s.rank));
+            bool zero = true, spatial_only = s.rank == 4;
+            for (std::size_t i = 0; i < p.size(); ++i) {
+                zero = zero && p[i] == 0;
+                if (p[i] < 0) spatial_only = false;
+                if (s.rank == 4 && (i % 4) < 2 && p[i] != 0) spatial_only = false;
+            }
+            if (zero) return {x};
+            if (!spatial_only) return {};
+            return {g_.pad(x, int32(p[2], who, "pads"), int32(p[6], who, "pads"), int32(p[3], who, "pads"), int32(p[7], who, "pads"), out)};
+        }
+        return {};
+    }
+
+    static std::int32_t int32(std::int64_t v, const std::string& who, const char* what) {
+        if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+            throw error(who + ": " + what + " value " + std::to_string(v) + " does not fit in 32 bits");
+        return static_cast<std::int32_t>(v);
+    }
+    static int axis(const attributes& a, std::string_view name, std::int64_t v, int rank) {
+        if (v < -rank || v >= rank)
+            a.fail(name, "is " + std::to_string(v) + ", outside [-" + std::to_string(rank) + ", " + std::to_string(rank) + ")");
+        return static_cast<int>(v < 0 ? v + rank : v);
+    }
+
+    // Explicit pads [top, left, bottom, right] of a 2-D window from
+    // auto_pad / pads (ONNX's conventions for SAME_UPPER / SAME_LOWER).
+    static std::array<std::int64_t, 4> window_pads(const attributes& a, const shape& x, std::array<std::int64_t, 2> k,
+                                                   const std::vector<std::int64_t>& st, const std::vector<std::int64_t>& dil) {
+        std::string ap = a.get_string("auto_pad", "NOTSET");
+        std::array<std::int64_t, 4> p{};
+        if (ap == "NOTSET") {
+            auto v = a.get_ints("pads", {0, 0, 0, 0}, 4);
+            for (int i = 0; i < 4; ++i) {
+                if (v[static_cast<std::size_t>(i)] < 0 || v[static_cast<std::size_t>(i)] > max_extent) a.fail("pads", "has an invalid entry " + std::to_string(v[static_cast<std::size_t>(i)]));
+                p[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)];
+            }
+        } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+            for (int d = 0; d < 2; ++d) {
+                std::int64_t in = x[2 + d], s = st[static_cast<std::size_t>(d)];
+                std::int64_t outx = (in + s - 1) / s;
+                std::int64_t total = std::max<std::int64_t>((outx - 1) * s + (k[static_cast<std::size_t>(d)] - 1) * dil[static_cast<std::size_t>(d)] + 1 - in, 0);
+                std::int64_t small = total / 2;
+                p[static_cast<std::size_t>(d)] = ap == "SAME_UPPER" ? small : total - small;
+                p[static_cast<std::size_t>(d + 2)] = total - p[static_cast<std::size_t>(d)];
+            }
+        } else if (ap != "VALID") {
+            a.fail("auto_pad", "has unknown value '" + ap + "' (NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+        }
+        return p;
+    }
+    enum class padding { valid, same, explicit_ };
+    static padding classify(const std::array<std::int64_t, 4>& p, std::array<std::int64_t, 2> k, const std::vector<std::int64_t>& dil) {
+        if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return padding::valid;
+        bool same = true;
+        for (int d = 0; d < 2; ++d) {
+            auto kk = k[static_cast<std::size_t>(d)];
+            same = same && kk % 2 == 1 && p[static_cast<std::size_t>(d)] == p[static_cast<std::size_t>(d + 2)] &&
+                   p[static_cast<std::size_t>(d)] == dil[static_cast<std::size_t>(d)] * (kk - 1) / 2;
+        }
+        return same ? padding::same : padding::explicit_;
+    }
+    static void positive(const attributes& a, std::string_view name, const std::vector<std::int64_t>& v) {
+        for (auto x : v)
+            if (x < 1 || x > max_extent) a.fail(name, "has an invalid entry " + std::to_string(x) + " (must be >= 1)");
+    }
+
+    std::vector<value> conv(const pb::NodeProto& n, const attributes& a, const std::string& who, const std::string& out) {
+        if (!a.unknown({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}).empty()) return {};
+        if (n.input_size() < 2 || n.input_size() > 3) throw error(who + ": takes 2 or 3 inputs, has " + std::to_string(n.input_size()));
+        value x = in(n, 0, who), w = in(n, 1, who);
+        shape xs = g_.shape_of(x), ws = g_.shape_of(w);
+        if (xs.rank != 4 || ws.rank != 4) return {};  // 1-D and 3-D convolutions stay opaque
+        auto k = a.get_ints("kernel_shape", {ws[2], ws[3]}, 2);
+        if (k[0] != ws[2] || k[1] != ws[3])
+            a.fail("kernel_shape", "is [" + std::to_string(k[0]) + "," + std::to_string(k[1]) + "] but the weight has shape " + ws.str());
+        auto st = a.get_ints("strides", {1, 1}, 2);
+        auto dil = a.get_ints("dilations", {1, 1}, 2);
+        positive(a, "strides", st);
+        positive(a, "dilations", dil);
+        std::int64_t group = a.get_int("group", 1);
+        if (group < 1 || ws[1] * group != xs[1])
+            a.fail("group", "is " + std::to_string(group) + " but the input has " + std::to_string(xs[1]) +
+                                " channels and the weight " + ws.str() + " expects " + std::to_string(ws[1]) + " per group");
+        if (ws[0] % group != 0) a.fail("group", "is " + std::to_string(group) + ", which does not divide the " + std::to_string(ws[0]) + " output channels");
+        auto pads = window_pads(a, xs, {ws[2], ws[3]}, st, dil);
+        auto mode = classify(pads, {ws[2], ws[3]}, dil);
+        value b{};
+        bool bias = has_in(n, 2);
+        if (bias) {
+            if (auto* c = const_of(n.input(2))) {
+                auto bt = to_float_tensor(*c, who + ": bias '" + n.input(2) + "'");
+                if (!(bt.shape == shape{ws[0]})) throw error(who + ": bias has shape " + bt.shape.str() + ", expected [" + std::to_string(ws[0]) + "]");
+                bt.shape = shape{1, ws[0], 1, 1};
+                b = g_.weight(n.input(2), std::move(bt));
+            } else {
+                b = as_value(n.input(2), who);
+                if (!(g_.shape_of(b) == shape{ws[0]})) throw error(who + ": bias has shape " + g_.shape_of(b).str() + ", expected [" + std::to_string(ws[0]) + "]");
+                b = g_.reshape(b, shape{1, ws[0], 1, 1}, out + "/bias");
+            }
+        }
+        if (mode == padding::explicit_)
+            x = g_.pad(x, int32(pads[0], who, "pads"), int32(pads[2], who, "pads"), int32(pads[1], who, "pads"), int32(pads[3], who, "pads"), out + "/pad");
+        conv_options o;
+        o.stride_h = int32(st[0], who, "strides");
+        o.stride_w = int32(st[1], who, "strides");
+        o.pad = mode == padding::same ? same : valid;
+        if (dil[0] != dil[1]) {
+            // The builder takes one dilation; set both through the parameters.
+            spec::op_params p;
+            p[spec::conv2d_p::stride_h] = o.stride_h;
+            p[spec::conv2d_p::stride_w] = o.stride_w;
+            p[spec::conv2d_p::pad] = static_cast<std::int32_t>(o.pad);
+            p[spec::conv2d_p::dil_h] = int32(dil[0], who, "dilations");
+            p[spec::conv2d_p::dil_w] = int32(dil[1], who, "dilations");
+            value y = g_.add1(spec::op_kind::conv2d, p, {x, w}, bias ? out + "/conv" : out);
+            return {bias ? g_.ewadd(y, b, out) : y};
+        }
+        o.dilation = int32(dil[0], who, "dilations");
+        value y = g_.conv2d(x, w, o, bias ? out + "/conv" : out);
+        return {bias ? g_.ewadd(y, b, out) : y};
+    }
+
+    std::vector<value> pool(const pb::NodeProto& n, const attributes& a, const std::string& who, const std::string& out, bool max) {
+        if (max ? !a.unknown({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}).empty()
+                : !a.unknown({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}).empty())
+            return {};
+        value x = in(n, 0, who);
+        shape xs = g_.shape_of(x);
+        if (!a.has("kernel_shape")) a.fail("kernel_shape", "is required");
+        auto kv = a.get_ints("kernel_shape", {});
+        if (xs.rank != 4 || kv.size() != 2) return {};  // 1-D and 3-D pooling stay opaque
+        positive(a, "kernel_shape", kv);
+        auto st = a.get_ints("strides", {1, 1}, 2);
+        auto dil = a.get_ints("dilations", {1, 1}, 2);
+        positive(a, "strides", st);
+        positive(a, "dilations", dil);
+        if (dil[0] != 1 || dil[1] != 1) return {};
+        std::array<std::int64_t, 2> k{kv[0], kv[1]};
+        auto pads = window_pads(a, xs, k, st, dil);
+        bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
+        for (int d = 0; d < 2; ++d) {
+            std::int64_t span = xs[2 + d] + pads[static_cast<std::size_t>(d)] + pads[static_cast<std::size_t>(d + 2)] - k[static_cast<std::size_t>(d)];
+            if (span < 0) throw error(who + ": window " + std::to_string(k[0]) + "x" + std::to_string(k[1]) + " does not fit input " + xs.str());
+            if (ceil_mode && span % st[static_cast<std::size_t>(d)] != 0) return {};  // ceil changes the extent
+        }
+        auto mode = classify(pads, k, dil);
+        bool include_pad = a.get_int("count_include_pad", 0) != 0;
+        if (mode != padding::valid && !max && !include_pad) return {};  // padding not counted: no declared op
+        if (mode == padding::explicit_ && max) return {};                 // zero padding would change the max
+        if (mode == padding::explicit_)
+            x = g_.pad(x, int32(pads[0], who, "pads"), int32(pads[2], who, "pads"), int32(pads[1], who, "pads"), int32(pads[3], who, "pads"), out + "/pad");
+        spec::op_params p;
+        p[spec::pool_p::kh] = int32(k[0], who, "kernel_shape");
+        p[spec::pool_p::kw] = int32(k[1], who, "kernel_shape");
+        p[spec::pool_p::stride_h] = int32(st[0], who, "strides");
+        p[spec::pool_p::stride_w] = int32(st[1], who, "strides");
+        p[spec::pool_p::pad] = static_cast<std::int32_t>(mode == padding::same ? spec::pad_mode::same : spec::pad_mode::valid);
+        return {g_.add1(max ? spec::op_kind::maxpool : spec::op_kind::avgpool, p, {x}, out)};
+    }
+
+    std::vector<value> gemm(const pb::NodeProto& n, const attributes& a, const std::string& who, const std::string& out) {
+        if (!a.unknown({"alpha", "beta", "transA", "transB"}).empty()) return {};
+        float alpha = a.get_float("alpha", 1.f), beta = a.get_float("beta", 1.f);
+        bool ta = a.get_int("transA", 0) != 0, tb = a.get_int("transB", 0) != 0;
+        auto operand = [&](int i, bool trans, float scale, const std::string& suffix) -> value {
+            if (auto* c = has_in(n, i) ? const_of(n.input(i)) : nullptr) {
+                auto t = to_float_tensor(*c, who + ": constant '" + n.input(i) + "'");
+                if (t.shape.rank != 2) throw error(who + ": input " + std::to_string(i) + " must be a matrix, has shape " + t.shape.str());
+                if (!trans && scale == 1.f) return as_value(n.input(i), who);
+                tensor<float> r(trans ? shape{t.shape[1], t.shape[0]} : t.shape);
+                for (std::int64_t y = 0; y < t.shape[0]; ++y)
+                    for (std::int64_t x = 0; x < t.shape[1]; ++x)
+                        r[trans ? x * t.shape[0] + y : y * t.shape[1] + x] = t[y * t.shape[1] + x] * scale;
+                return g_.weight(n.input(i) + suffix, std::move(r));
+            }
+            value v = in(n, i, who);
+            if (g_.shape_of(v).rank != 2) throw error(who + ": input " + std::to_string(i) + " must be a matrix, has shape " + g_.shape_of(v).str());
+            if (trans) v = g_.transpose(v, {1, 0}, out + "/transpose" + std::to_string(i));
+            if (scale != 1.f) v = g_.smul(v, g_.weight(out + "/scale" + std::to_string(i), tensor<float>(shape{1}, scale)), out + "/scaled" + std::to_string(i));
+            return v;
+        };
+        if (n.input_size() < 2 || n.input_size() > 3) throw error(who + ": takes 2 or 3 inputs, has " + std::to_string(n.input_size()));
+        value A = operand(0, ta, 1.f, "/T");
+        // alpha goes onto B (folded into the weight when B is constant).
+        value B = operand(1, tb, alpha, tb ? "/T" : "/alpha");
+        bool bias = has_in(n, 2) && beta != 0.f;
+        value y = g_.matmul(A, B, {}, bias ? out + "/matmul" : out);
+        if (!bias) return {y};
+        value C;
+        if (const_of(n.input(2)) && beta != 1.f) C = scaled_const(n.input(2), beta, who);
+        else {
+            C = in(n, 2, who);
+            if (beta != 1.f) C = g_.smul(C, g_.weight(out + "/beta", tensor<float>(shape{1}, beta)), out + "/beta_c");
+        }
+        return {g_.ewadd(y, C, out)};
+    }
+    value scaled_const(const std::string& name, float s, const std::string& who) {
+        auto t = to_float_tensor(*const_of(name), who + ": constant '" + name + "'");
+        for (auto& v : t.data) v *= s;
+        return g_.weight(name + "/scaled", std::move(t));
+    }
+
+    std::vector<value> batchnorm(const pb::NodeProto& n, const attributes& a, const std::string& who, const std::string& out) {
+        if (!a.unknown({"epsilon", "momentum", "training_mode", "spatial"}).empty()) return {};
+        if (a.get_int("training_mode", 0) != 0 || a.get_int("spatial", 1) != 1) return {};
+        if (n.input_size() != 5) throw error(who + ": takes 5 inputs, has " + std::to_string(n.input_size()));
+        for (int i = 1; i < 5; ++i)
+            if (!has_in(n, i) || !const_of(n.input(i)) || const_of(n.input(i))->data_type() != pb::TensorProto::FLOAT) return {};
+        value x = in(n, 0, who);
+        const shape& xs = g_.shape_of(x);
+        if (xs.rank < 2) throw error(who + ": input must have a channel axis, has shape " + xs.str());
+        static constexpr const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
+        std::array<tensor<float>, 5> p;
+        for (int i = 1; i < 5; ++i) {
+            p[static_cast<std::size_t>(i)] = to_float_tensor(*const_of(n.input(i)), who + ": " + names[i] + " '" + n.input(i) + "'");
+            if (!(p[static_cast<std::size_t>(i)].shape == shape{xs[1]}))
+                throw error(who + ": " + names[i] + " has shape " + p[static_cast<std::size_t>(i)].shape.str() + ", expected [" + std::to_string(xs[1]) + "]");
+        }
+        double eps = a.get_float("epsilon", 1e-5f);
+        tensor<float> scale(shape{xs[1]}), shift(shape{xs[1]});
+        for (std::int64_t c = 0; c < xs[1]; ++c) {
+            double s = double(p[1][c]) / std::sqrt(double(p[4][c]) + eps);
+            scale[c] = static_cast<float>(s);
+            shift[c] = static_cast<float>(double(p[2][c]) - double(p[3][c]) * s);
+        }
+        return {g_.batchnorm(x, g_.weight(out + "/scale", std::move(scale)), g_.weight(out + "/shift", std::move(shift)), out)};
+    }
+
+    std::vector<value> split(const pb::NodeProto& n, const attributes& a, const std::string& who) {
+        if (!a.unknown({"axis", "split"}).empty()) return {};
+        value x = in(n, 0, who);
+        const shape& s = g_.shape_of(x);
+        int ax = axis(a, "axis", a.get_int("axis", 0), s.rank);
+        const int parts = n.output_size();
+        std::vector<std::int64_t> sizes;
+        if (opset_ >= 13) {
+            if (a.has("split")) a.fail("split", "is an input from opset 13 on, not an attribute");
+            if (has_in(n, 1)) sizes = const_ints(n, 1, who, "split");
+        } else {
+            if (n.input_size() > 1) throw error(who + ": takes one input before opset 13, has " + std::to_string(n.input_size()));
+            sizes = a.get_ints("split", {});
+        }
+        if (sizes.empty()) {
+            if (s[ax] % parts != 0)
+                throw error(who + ": axis " + std::to_string(ax) + " of extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts) + " equal parts");
+            sizes.assign(static_cast<std::size_t>(parts), s[ax] / parts);
+        }
+        if (static_cast<int>(sizes.size()) != parts)
+            throw error(who + ": split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(parts) + " outputs");
+        std::int64_t total = 0;
+        for (auto v : sizes) {
+            if (v <= 0) throw error(who + ": split size " + std::to_string(v) + " (tsopt tensors are never empty)");
+            total += v;
+            if (total > max_extent) break;
+        }
+        if (total != s[ax])
+            throw error(who + ": split sizes add up to " + std::to_string(total) + ", axis " + std::to_string(ax) + " has extent " + std::to_string(s[ax]));
+        // An n-way split is a chain of two-way splits.
+        std::vector<value> outs;
+        value rest = x;
+        for (int k = 0; k + 1 < parts; ++k) {
+            std::string nm = n.output(k).empty() ? n.output(parts - 1) + "/split" + std::to_string(k) : n.output(k);
+            auto [head, tail] = g_.split(ax, int32(sizes[static_cast<std::size_t>(k)], who, "split"), rest, nm);
+            outs.push_back(head);
+            rest = tail;
+        }
+        outs.push_back(rest);
+        return outs;
+    }
+
+    // ---- opaque operators ---------------------------------------------------
+    std::vector<value> make_opaque(const pb::NodeProto& n, const std::string& who) {
+        auto op = std::make_shared<opaque_op>();
+        op->type = n.op_type();
+        op->domain = n.domain();
+        pb::NodeProto blob;
+        for (const auto& at : n.attribute()) {
+            if (at.name().rfind(input_attr_prefix, 0) == 0 || at.name() == output_slots_attr)
+                throw error(who + ": attribute name '" + at.name() + "' is reserved by tsopt");
+            *blob.add_attribute() = at;
+        }
+        std::vector<value> ins;
+        for (int i = 0; i < n.input_size(); ++i) {
+            const std::string& nm = n.input(i);
+            auto* c = nm.empty() ? nullptr : const_of(nm);
+            if (nm.empty() || (c && c->data_type() != pb::TensorProto::FLOAT)) {
+                // Inputs the graph IR cannot carry travel in the blob.
+                auto* at = blob.add_attribute();
+                at->set_name(std::string(input_attr_prefix) + std::to_string(i));
+                if (nm.empty()) at->set_type(pb::AttributeProto::STRINGS);
+                else {
+                    at->set_type(pb::AttributeProto::TENSOR);
+                    *at->mutable_t() = *c;
+                    at->mutable_t()->set_name(nm);
+                }
+                continue;
+            }
+            ins.push_back(as_value(nm, who));
+        }
+        std::vector<shape> shapes;
+        std::vector<std::int64_t> slots;
+        bool gaps = false;
+        for (int k = 0; k < n.output_size(); ++k) {
+            const std::string& nm = n.output(k);
+            if (nm.empty()) { gaps = true; continue; }
+            slots.push_back(k);
+            shapes.push_back(output_shape(nm, n, who));
+        }
+        if (gaps) {
+            auto* at = blob.add_attribute();
+            at->set_name(std::string(output_slots_attr));
+            at->set_type(pb::AttributeProto::INTS);
+            for (auto s : slots) at->add_ints(s);
+        }
+        if (shapes.empty()) throw error(who + ": has no named outputs");
+        op->attributes = blob.SerializeAsString();
+        op->attribute_count = blob.attribute_size();
+        return g_.opaque(std::move(op), std::move(ins), std::move(shapes), n.output(static_cast<int>(slots[0])));
+    }
+
+    shape output_shape(const std::string& name, const pb::NodeProto&, const std::string& who) {
+        auto full = [](const declared_shape& d) {
+            if (!d.has_shape) return false;
+            for (int i = 0; i < d.s.rank; ++i)
+                if (!d.fixed[static_cast<std::size_t>(i)]) return false;
+            return true;
+        };
+        auto check = [&](const declared_shape& d) {
+            if (d.elem != 0 && d.elem != pb::TensorProto::FLOAT)
+                throw error(who + ": output '" + name + "' has element type " + type_name(d.elem) + "; tsopt graphs carry float32 tensors");
+            if (bounded_elements(d.s) > max_elements) throw error(who + ": output '" + name + "' has too many elements");
+            return d.s;
+        };
+        if (auto it = declared_.find(name); it != declared_.end() && full(it->second)) return check(it->second);
+        run_inference();
+        if (auto it = inferred_.find(name); it != inferred_.end() && full(it->second)) return check(it->second);
+        throw error(who + ": the shape of output '" + name +
+                    "' is unknown (not in the model's value_info, and ONNX shape inference could not infer it); "
+                    "add it to value_info");
+    }
+
+    // ONNX shape inference on a copy whose graph inputs carry the concrete
+    // shapes chosen at import (so dynamic batch dims become static).
+    void run_inference() {
+        if (inferred_done_ || !o_.shape_inference) return;
+        inferred_done_ = true;
+        pb::ModelProto copy = m_;
+        auto* gp = copy.mutable_graph();
+        gp->clear_value_info();
+        for (auto& vi : *gp->mutable_input()) {
+            auto it = syms_.find(vi.name());
+            if (it == syms_.end() || !it->second.v || it->second.c) continue;
+            const node& nd = g_.at(*it->second.v);
+            if (nd.kind != node_kind::input) continue;
+            auto* sh = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+            sh->clear_dim();
+            for (auto d : nd.shapes[0]) sh->add_dim()->set_dim_value(d);
+        }
+        // libonnx's inference functions trust attributes (a zero stride divides
+        // by zero); nodes with non-positive window attributes are left out, so
+        // their outputs stay unknown and the caller reports them.
+        auto* nodes = gp->mutable_node();
+        for (int i = nodes->size() - 1; i >= 0; --i) {
+            bool bad = false;
+            for (const auto& at : nodes->Get(i).attribute()) {
+                static constexpr std::string_view risky[] = {"strides", "dilations", "kernel_shape", "group", "blocksize", "pads"};
+                if (std::find(std::begin(risky), std::end(risky), at.name()) == std::end(risky)) continue;
+                bool pads = at.name() == "pads";
+                if (at.has_i() && (pads ? at.i() < 0 : at.i() <= 0)) bad = true;
+                for (auto v : at.ints()) bad = bad || (pads ? v < 0 : v <= 0) || v > max_extent;
+            }
+            if (bad) nodes->DeleteSubrange(i, 1);
+        }
+        try {
+            ::onnx::shape_inference::InferShapes(copy);
+        } catch (const std::exception&) {
+            return;  // inference is best effort; the caller reports what stays unknown
+        }
+        for (const auto& vi : copy.graph().value_info())
+            if (auto d = read_type(vi)) inferred_[vi.name()] = *d;
+        for (const auto& vi : copy.graph().output())
+            if (auto d = read_type(vi)) inferred_[vi.name()] = *d;
+    }
+};
+
+}  // namespace detail
+
+// Imports a serialized ModelProto. Throws tsopt::error naming the node,
+// attribute or field at fault.
+inline model import_model(std::string_view bytes, const import_options& o = {}) {
+    pb::ModelProto m;
+    if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+        !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+        throw error("not a valid ONNX model: the data does not parse as an onnx.ModelProto (truncated or not protobuf)");
+    return detail::importer(m, o).run();
+}
+inline model import_model(const pb::ModelProto& m, const import_options& o = {}) { return detail::importer(m, o).run(); }
+
+inline model read_model(const std::string& path, const import_options& o = {}) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw error("cannot open ONNX file '" + path + "'");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    try {
+        return import_model(ss.str(), o);
+    } catch (const error& e) {
+        throw error(path + ": " + e.what());
+    }
+}
+
+// The graph of an ONNX file: `auto g = tsopt::onnx::load("model.onnx");`
+inline graph load(const std::string& path, const import_options& o = {}) { return read_model(path, o).graph; }
+
+}  // namespace tsopt::onnx

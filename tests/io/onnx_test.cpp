@@ -1,0 +1,535 @@
+// ONNX import/export: round trips (export -> import -> equal outputs on the
+// reference backend, same operators), opaque nodes, and one test per kind of
+// malformed input, each checking that the error names the node or field.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tsopt/onnx.hpp"
+#include "samples.hpp"
+
+using namespace tsopt;
+using namespace io_samples;
+namespace pb = ::onnx;
+namespace ox = tsopt::onnx;  // (with `using namespace tsopt`, plain `onnx` is ambiguous with ::onnx)
+
+namespace {
+
+backend::reference reference_backend() {
+    backend::reference r;
+    ox::install_reference_ops(r);
+    // A tiny opaque operator for the tests below.
+    r.opaque_impls["LeakyRelu"] = [](const node& n, std::span<const tensor<float>* const> in) {
+        auto a = ox::opaque_attributes(*n.opaque);
+        float alpha = ox::detail::attributes(a, n.describe()).get_float("alpha", 0.01f);
+        tensor<float> out = *in[0];
+        for (auto& v : out.data) v = v < 0 ? v * alpha : v;
+        return std::vector<tensor<float>>{out};
+    };
+    return r;
+}
+
+// Runs both graphs on the same random inputs; max relative error over outputs.
+double max_error(const graph& a, const graph& b, std::uint64_t seed = 7) {
+    auto ref = reference_backend();
+    auto in = backend::random_inputs(a, seed);
+    auto oa = ref.execute(a, in);
+    auto ob = ref.execute(b, in);
+    REQUIRE(oa.size() == ob.size());
+    double e = 0;
+    for (std::size_t i = 0; i < oa.size(); ++i) e = std::max(e, relative_error(ob[i], oa[i]));
+    return e;
+}
+
+graph round_trip(const graph& g, ox::export_options o = {}) {
+    std::string bytes = ox::to_bytes(g, o);
+    return ox::import_model(bytes).graph;
+}
+
+// The operator sequence (kind, parameters) of a graph, for structural checks.
+std::string ops_of(const graph& g) {
+    std::string s;
+    for (std::size_t i : g.topological_order()) {
+        const node& n = g.nodes[i];
+        if (n.kind == node_kind::op) {
+            s += std::string(spec::name(n.op)) + "(";
+            for (int k = 0; k < spec::decl(n.op).num_params; ++k) s += std::to_string(n.params[k]) + ",";
+            s += ") ";
+        } else if (n.kind == node_kind::opaque) {
+            s += "opaque:" + n.opaque->type + " ";
+        }
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("round trip: convolution net keeps operators and outputs") {
+    graph g = conv_net();
+    graph h = round_trip(g);
+    CHECK(ops_of(h) == ops_of(g));
+    CHECK(max_error(g, h) <= 1e-6);
+    CHECK(h.inputs().size() == 1);
+    CHECK(h.at(h.inputs()[0]).name == "x");
+}
+
+TEST_CASE("round trip: matmul, transpose, reshape, softmax, smul") {
+    graph g = matmul_net();
+    graph h = round_trip(g, {.opset = 13});
+    CHECK(ops_of(h) == ops_of(g));
+    CHECK(max_error(g, h) <= 1e-6);
+}
+
+TEST_CASE("round trip: fused activations become separate ONNX activations") {
+    auto rng = rng_for(3);
+    graph g;
+    value x = g.input("x", {1, 3, 6, 6});
+    value a = g.conv2d(x, g.weight("w", {4, 3, 3, 3}, rng), {.pad = same, .act = relu});
+    value b = g.maxpool(a, {.kernel = 3, .stride = 2, .pad = valid, .act = spec::activation::tanh});
+    value c = g.matmul(g.reshape(b, {1, 16}), g.weight("fc", {16, 5}, rng), {.act = spec::activation::sigmoid});
+    g.mark_output(c);
+    auto m = ox::to_proto(g);
+    int relus = 0, tanhs = 0, sigmoids = 0;
+    for (const auto& n : m.graph().node()) {
+        relus += n.op_type() == "Relu";
+        tanhs += n.op_type() == "Tanh";
+        sigmoids += n.op_type() == "Sigmoid";
+    }
+    CHECK(relus == 1);
+    CHECK(tanhs == 1);
+    CHECK(sigmoids == 1);
+    graph h = round_trip(g);
+    CHECK(max_error(g, h) <= 1e-6);
+}
+
+TEST_CASE("round trip: constant operators and enlarge are precomputed or become Pad") {
+    auto rng = rng_for(4);
+    graph g;
+    value x = g.input("x", {1, 4, 5, 5});
+    value kernel = g.input("k", {4, 4, 1, 1});  // a runtime kernel: enlarge must become Pad
+    auto P = [](std::initializer_list<std::int32_t> v) {
+        spec::op_params p;
+        int i = 0;
+        for (auto a : v) p[i++] = a;
+        return p;
+    };
+    value big = g.add1(spec::op_kind::enlarge, P({3, 3}), {g.weight("w1", {4, 4, 1, 1}, rng)});
+    value a = g.conv2d(x, big, {.pad = same});
+    value b = g.conv2d(x, g.add1(spec::op_kind::enlarge, P({3, 3}), {kernel}), {.pad = same});
+    value c = g.conv2d(x, g.add1(spec::op_kind::iconv, P({4, 4, 3}), {}), {.pad = same});
+    value d = g.conv2d(x, g.add1(spec::op_kind::cpool, P({4, 3, 3}), {}), {.pad = same});  // depthwise
+    value e = g.ewmul(g.ewadd(g.ewadd(a, b), g.ewadd(c, d)), g.add1(spec::op_kind::iewmul, P({4, 1, 4, 5, 5}), {}));
+    g.mark_output(e);
+    auto m = ox::to_proto(g);
+    int pads = 0;
+    for (const auto& n : m.graph().node()) pads += n.op_type() == "Pad";
+    CHECK(pads == 1);
+    graph h = round_trip(g);
+    CHECK(max_error(g, h) <= 1e-6);
+}
+
+TEST_CASE("round trip: opaque nodes keep type, domain, attributes and inputs") {
+    graph g;
+    value x = g.input("x", {2, 3});
+    auto op = std::make_shared<opaque_op>();
+    op->type = "LeakyRelu";
+    pb::NodeProto blob;
+    auto* a = blob.add_attribute();
+    a->set_name("alpha");
+    a->set_type(pb::AttributeProto::FLOAT);
+    a->set_f(0.25f);
+    op->attributes = blob.SerializeAsString();
+    op->attribute_count = 1;
+    value y = g.opaque(op, {g.relu(x)}, {{2, 3}}, "leaky")[0];
+    g.mark_output(g.ewadd(y, x));
+    graph h = round_trip(g);
+    CHECK(ops_of(h) == ops_of(g));
+    const node* leaky = nullptr;
+    for (auto& n : h.nodes)
+        if (n.kind == node_kind::opaque) leaky = &n;
+    REQUIRE(leaky);
+    CHECK(ox::opaque_attributes(*leaky->opaque).attribute(0).f() == 0.25f);
+    CHECK(max_error(g, h) <= 1e-6);
+}
+
+TEST_CASE("import: opaque node with a non-float constant input and an empty optional input round-trips") {
+    // Y = Resize-like custom op "Blur" in domain "com.example" taking
+    // (x, "", int64 constant), plus a TopK-free check of output names.
+    pb::ModelProto m;
+    m.set_ir_version(8);
+    auto* os = m.add_opset_import();
+    os->set_version(17);
+    auto* cs = m.add_opset_import();
+    cs->set_domain("com.example");
+    cs->set_version(3);
+    auto* gp = m.mutable_graph();
+    auto* in = gp->add_input();
+    in->set_name("x");
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+    for (int d : {1, 2, 4, 4}) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    in->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    ox::detail::fill_ints(*gp->add_initializer(), "radius", {2});
+    auto* n = gp->add_node();
+    n->set_op_type("Blur");
+    n->set_domain("com.example");
+    n->add_input("x");
+    n->add_input("");
+    n->add_input("radius");
+    n->add_output("y");
+    auto* at = n->add_attribute();
+    at->set_name("mode");
+    at->set_type(pb::AttributeProto::STRING);
+    at->set_s("box");
+    auto* r = gp->add_node();
+    r->set_op_type("Relu");
+    r->add_input("y");
+    r->add_output("z");
+    auto* vi = gp->add_value_info();
+    vi->set_name("y");
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+    for (int d : {3, 2, 4, 4}) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* out = gp->add_output();
+    out->set_name("z");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+    std::string bytes = m.SerializeAsString();
+
+    // The batch is dynamic: without a value the error names input and dimension.
+    auto no_batch = [&] { ox::import_model(bytes); };
+    CHECK_THROWS_WITH_AS(no_batch(), doctest::Contains("graph input 'x': dimension 0 ('N') is dynamic"), error);
+
+    auto mm = ox::import_model(bytes, {.batch = 3});
+    CHECK(mm.graph.shape_of(mm.graph.inputs()[0]) == shape{3, 2, 4, 4});
+    CHECK(mm.output_names == std::vector<std::string>{"z"});
+    REQUIRE(mm.other_opsets.size() == 1);
+    auto back = ox::to_proto(mm.graph, ox::options_for(mm));
+    const pb::NodeProto* blur = nullptr;
+    for (const auto& nd : back.graph().node())
+        if (nd.op_type() == "Blur") blur = &nd;
+    REQUIRE(blur);
+    CHECK(blur->domain() == "com.example");
+    REQUIRE(blur->input_size() == 3);
+    CHECK(blur->input(0) == "x");
+    CHECK(blur->input(1).empty());
+    CHECK(blur->input(2) == "radius");
+    REQUIRE(blur->attribute_size() == 1);
+    CHECK(blur->attribute(0).s() == "box");
+    bool radius_ok = false;
+    for (const auto& t : back.graph().initializer())
+        if (t.name() == "radius") radius_ok = ox::detail::to_ints(t, "radius") == std::vector<std::int64_t>{2};
+    CHECK(radius_ok);
+    CHECK(back.graph().output(0).name() == "z");
+    bool domain_ok = false;
+    for (const auto& o : back.opset_import()) domain_ok = domain_ok || (o.domain() == "com.example" && o.version() == 3);
+    CHECK(domain_ok);
+}
+
+// ---------------------------------------------------------------------------
+// Importing hand-written ONNX: semantics of the mappings.
+
+namespace {
+
+struct builder {
+    pb::ModelProto m;
+    pb::GraphProto* g;
+    explicit builder(int opset = 17) {
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(opset);
+        g = m.mutable_graph();
+    }
+    void input(const std::string& n, std::initializer_list<std::int64_t> dims) {
+        auto* vi = g->add_input();
+        vi->set_name(n);
+        vi->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+        for (auto d : dims) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    void weight(const std::string& n, const shape& s, int seed) {
+        auto rng = rng_for(seed);
+        ox::detail::fill_tensor(*g->add_initializer(), n, random_float(s, rng));
+    }
+    void ints(const std::string& n, std::vector<std::int64_t> v) { ox::detail::fill_ints(*g->add_initializer(), n, v); }
+    pb::NodeProto* node(const std::string& type, std::vector<std::string> in, std::vector<std::string> out, const std::string& name = {}) {
+        auto* n = g->add_node();
+        n->set_op_type(type);
+        n->set_name(name);
+        for (auto& s : in) n->add_input(s);
+        for (auto& s : out) n->add_output(s);
+        return n;
+    }
+    static void attr_ints(pb::NodeProto* n, const std::string& name, std::vector<std::int64_t> v) {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(pb::AttributeProto::INTS);
+        for (auto x : v) a->add_ints(x);
+    }
+    static void attr_int(pb::NodeProto* n, const std::string& name, std::int64_t v) {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(pb::AttributeProto::INT);
+        a->set_i(v);
+    }
+    static void attr_str(pb::NodeProto* n, const std::string& name, const std::string& v) {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(pb::AttributeProto::STRING);
+        a->set_s(v);
+    }
+    void output(const std::string& n) { g->add_output()->set_name(n); }
+    std::string bytes() const { return m.SerializeAsString(); }
+};
+
+}  // namespace
+
+TEST_CASE("import: asymmetric conv pads become pad + valid conv; Sub, Div, Gemm map exactly") {
+    builder b;
+    b.input("x", {1, 3, 7, 7});
+    b.weight("w", {4, 3, 3, 3}, 5);
+    b.weight("bias", {4}, 6);
+    auto* c = b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv");
+    builder::attr_ints(c, "pads", {0, 1, 2, 1});
+    builder::attr_ints(c, "strides", {2, 2});
+    b.weight("k", {1}, 7);
+    b.node("Sub", {"c", "k"}, {"s"});
+    b.ints("quarter_shape", {1});
+    auto* q = b.g->add_initializer();
+    ox::detail::fill_tensor(*q, "four", tensor<float>(shape{1}, 4.f));
+    b.node("Div", {"s", "four"}, {"d"});
+    b.ints("flat", {1, -1});
+    b.node("Reshape", {"d", "flat"}, {"f"});
+    b.weight("gw", {3, 64}, 8);  // transB: B is [N, K]
+    b.weight("gc", {3}, 9);
+    auto* gm = b.node("Gemm", {"f", "gw", "gc"}, {"y"});
+    builder::attr_int(gm, "transB", 1);
+    b.output("y");
+    auto m = ox::import_model(b.bytes());
+    const graph& g = m.graph;
+    std::string ops = ops_of(g);
+    CHECK(ops.find("pad(0,2,1,1,)") != std::string::npos);
+    CHECK(ops.find("conv2d(2,2,0,") != std::string::npos);
+    CHECK(ops.find("opaque") == std::string::npos);  // Div by 4 is exact as a multiplication
+    CHECK(g.shape_of(g.outputs[0]) == shape{1, 3});
+    // Independent check of the conv output extent: (7 + 0 + 2 - 3) / 2 + 1 = 4.
+    for (auto& n : g.nodes)
+        if (n.is_op(spec::op_kind::conv2d)) CHECK(n.shapes[0] == shape{1, 4, 4, 4});
+}
+
+TEST_CASE("import: Div by a non-power-of-two stays opaque and runs on the reference backend") {
+    builder b;
+    b.input("x", {2, 3});
+    auto* q = b.g->add_initializer();
+    ox::detail::fill_tensor(*q, "three", tensor<float>(shape{1}, 3.f));
+    b.node("Div", {"x", "three"}, {"y"});
+    b.output("y");
+    auto g = ox::import_model(b.bytes()).graph;
+    CHECK(ops_of(g) == "opaque:Div ");
+    auto ref = reference_backend();
+    tensor<float> x(shape{2, 3}, std::vector<float>{3, 6, 9, -3, 1, 0});
+    auto y = ref.execute(g, std::span<const tensor<float>>(&x, 1));
+    CHECK(y[0].data == std::vector<float>{1, 2, 3, -1, 1.f / 3.f, 0});
+}
+
+TEST_CASE("import: 3-way Split (opset 13 input form and opset 11 attribute form) is a chain of splits") {
+    for (int opset : {11, 13}) {
+        builder b(opset);
+        b.input("x", {2, 6});
+        pb::NodeProto* s;
+        if (opset >= 13) {
+            b.ints("parts", {1, 2, 3});
+            s = b.node("Split", {"x", "parts"}, {"a", "b", "c"});
+        } else {
+            s = b.node("Split", {"x"}, {"a", "b", "c"});
+            builder::attr_ints(s, "split", {1, 2, 3});
+        }
+        builder::attr_int(s, "axis", 1);
+        b.output("c");
+        b.output("a");
+        b.output("b");
+        auto g = ox::import_model(b.bytes()).graph;
+        CHECK(ops_of(g) == "split(1,1,) split(1,2,) ");
+        CHECK(g.shape_of(g.outputs[0]) == shape{2, 3});
+        CHECK(g.shape_of(g.outputs[1]) == shape{2, 1});
+        CHECK(g.shape_of(g.outputs[2]) == shape{2, 2});
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Malformed input: one test each; the message names the node or field.
+
+TEST_CASE("malformed: truncated file") {
+    std::string bytes = ox::to_bytes(conv_net());
+    std::string cut = bytes.substr(0, bytes.size() / 2);
+    CHECK_THROWS_WITH_AS(ox::import_model(cut), doctest::Contains("does not parse as an onnx.ModelProto"), error);
+}
+
+TEST_CASE("malformed: not protobuf") {
+    CHECK_THROWS_WITH_AS(ox::import_model(std::string("\xff\xff\xff\xff this is not a model", 28)),
+                         doctest::Contains("not a valid ONNX model"), error);
+    CHECK_THROWS_WITH_AS(ox::read_model("/nonexistent/model.onnx"), doctest::Contains("cannot open ONNX file '/nonexistent/model.onnx'"), error);
+}
+
+TEST_CASE("malformed: missing initializer") {
+    builder b;
+    b.input("x", {1, 3, 4, 4});
+    b.node("Conv", {"x", "conv1.weight"}, {"y"}, "conv1");
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                         "node 'conv1' (Conv): input 'conv1.weight' is not produced by any node, graph input or initializer",
+                         error);
+}
+
+TEST_CASE("malformed: wrong opset") {
+    builder b(9);
+    b.input("x", {1});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), doctest::Contains("opset_import: default-domain opset 9 is outside the supported range 11..17"), error);
+    builder c(18);
+    c.input("x", {1});
+    c.output("x");
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("opset 18"), error);
+    builder d;
+    d.m.mutable_opset_import(0)->set_domain("com.other");
+    CHECK_THROWS_WITH_AS(ox::import_model(d.bytes()), doctest::Contains("no entry for the default ONNX domain"), error);
+}
+
+TEST_CASE("malformed: shape conflict between value_info and the operator") {
+    builder b;
+    b.input("x", {1, 3, 8, 8});
+    b.weight("w", {4, 3, 3, 3}, 1);
+    b.node("Conv", {"x", "w"}, {"y"}, "conv1");
+    auto* vi = b.g->add_value_info();
+    vi->set_name("y");
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+    for (int d : {1, 4, 8, 8}) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    b.node("Relu", {"y"}, {"z"});
+    b.output("z");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                         "node 'conv1' (Conv): output 'y' is declared with shape [1,4,8,8] in the model but computes to [1,4,6,6]",
+                         error);
+    // And an operator whose inputs do not fit at all.
+    builder c;
+    c.input("a", {2, 3});
+    c.input("b", {4, 5});
+    c.node("MatMul", {"a", "b"}, {"y"}, "mm");
+    c.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'mm' (MatMul): "), error);
+}
+
+TEST_CASE("malformed: unknown attribute values") {
+    builder b;
+    b.input("x", {1, 3, 8, 8});
+    b.weight("w", {4, 3, 3, 3}, 1);
+    auto* c = b.node("Conv", {"x", "w"}, {"y"}, "conv1");
+    builder::attr_str(c, "auto_pad", "SAME_MIDDLE");
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                         "node 'conv1' (Conv): attribute 'auto_pad' has unknown value 'SAME_MIDDLE' (NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+                         error);
+    builder p;
+    p.input("x", {1, 3, 8, 8});
+    p.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+    builder::attr_str(p.node("Pad", {"x", "pads"}, {"y"}, "pad1"), "mode", "mirror");
+    p.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(p.bytes()), doctest::Contains("node 'pad1' (Pad): attribute 'mode' has unknown value 'mirror'"), error);
+    builder t;
+    t.input("x", {2, 3});
+    builder::attr_ints(t.node("Transpose", {"x"}, {"y"}, "tr"), "perm", {0, 0});
+    t.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(t.bytes()), "node 'tr' (Transpose): attribute 'perm' is not a permutation of 2 axes", error);
+    builder g;
+    g.input("x", {1, 4, 8, 8});
+    g.weight("w", {4, 3, 3, 3}, 1);
+    builder::attr_int(g.node("Conv", {"x", "w"}, {"y"}, "gconv"), "group", 2);
+    g.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(g.bytes()), doctest::Contains("node 'gconv' (Conv): attribute 'group' is 2"), error);
+}
+
+TEST_CASE("malformed: initializer data does not match its shape; unknown opaque output shape") {
+    builder b;
+    b.input("x", {2});
+    auto* t = b.g->add_initializer();
+    t->set_name("w");
+    t->set_data_type(pb::TensorProto::FLOAT);
+    t->add_dims(2);
+    t->set_raw_data(std::string(4, '\0'));
+    b.node("Add", {"x", "w"}, {"y"}, "add");
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), doctest::Contains("node 'add' (Add): constant 'w': raw_data holds 4 bytes, shape needs 8"), error);
+
+    builder c;
+    c.input("x", {2});
+    auto* n = c.node("Mystery", {"x"}, {"y"}, "m1");
+    n->set_domain("com.unknown");
+    c.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'm1' (Mystery): the shape of output 'y' is unknown"), error);
+}
+
+TEST_CASE("export: options are checked") {
+    graph g = matmul_net();
+    CHECK_THROWS_WITH_AS(ox::to_proto(g, {.opset = 11}), doctest::Contains("export_options::opset is 11"), error);
+    CHECK_THROWS_WITH_AS(ox::to_proto(g, {.output_names = {"a", "b"}}), doctest::Contains("has 2 names for 1 graph outputs"), error);
+    auto m = ox::to_proto(g, {.output_names = {"logits"}});
+    CHECK(m.graph().output(0).name() == "logits");
+}
+
+TEST_CASE("export: a graph input that is also an output goes through Identity") {
+    graph g;
+    value x = g.input("x", {3});
+    g.mark_output(x);
+    g.mark_output(g.relu(x));
+    g.mark_output(g.relu(x));
+    auto m = ox::to_proto(g);
+    REQUIRE(m.graph().output_size() == 3);
+    CHECK(m.graph().output(0).name() != "x");
+    graph h = ox::import_model(m.SerializeAsString()).graph;
+    CHECK(max_error(g, h) == 0);
+}
+
+TEST_CASE("round trip: every zoo model at test size (export -> import -> equal outputs)") {
+    for (const auto& zm : zoo::models()) {
+        CAPTURE(zm.name);
+        for (bool bn : {true, false}) {
+            CAPTURE(bn);
+            auto o = zoo_small(zm.name);
+            o.batchnorm = bn;
+            graph g = zm.build(o);
+            graph h = round_trip(g);
+            // Same operators, except that fused activations come back unfused.
+            std::size_t fused = 0;
+            for (auto& n : g.nodes)
+                if (n.kind == node_kind::op && (n.op == spec::op_kind::conv2d || n.op == spec::op_kind::matmul ||
+                                                 n.op == spec::op_kind::avgpool || n.op == spec::op_kind::maxpool))
+                    fused += n.params[n.op == spec::op_kind::conv2d ? int(spec::conv2d_p::act)
+                                      : n.op == spec::op_kind::matmul ? int(spec::matmul_p::act)
+                                                                      : int(spec::pool_p::act)] != 0;
+            CHECK(h.op_count() == g.op_count() + fused);
+            CHECK(max_error(g, h) <= 1e-5);
+        }
+    }
+}
+
+TEST_CASE("the bundled demo model imports, runs, and is small") {
+    auto m = ox::read_model(TSOPT_DEMO_MODEL);
+    CHECK(std::filesystem::file_size(TSOPT_DEMO_MODEL) < 2'000'000);
+    CHECK(m.output_names == std::vector<std::string>{"output"});
+    auto ref = reference_backend();
+    auto out = ref.execute(m.graph, backend::random_inputs(m.graph, 3));
+    REQUIRE(out.size() == 1);
+    bool finite = true;
+    for (float v : out[0].data) finite = finite && std::isfinite(v);
+    CHECK(finite);
+    // Drift from the zoo is worth knowing, not a failure: regenerate with make_demo_model.
+    graph fresh = zoo::build("nasnet_a", {.batch = 1, .image = 16, .width_div = 16, .depth_div = 5, .seed = 2024});
+    WARN_MESSAGE(max_error(fresh, m.graph) <= 1e-5, "models/demo.onnx differs from a fresh zoo build: regenerate it with make_demo_model");
+}
+
+TEST_CASE("round trip: smul of a rank-0 tensor by a [1] scalar keeps rank 0 (found by the fuzzer)") {
+    graph g;
+    value x = g.input("x", shape{});
+    value y = g.smul(x, g.weight("s", tensor<float>(shape{1}, -2.f)));
+    CHECK(g.shape_of(y).rank == 0);
+    g.mark_output(y);
+    graph h = round_trip(g);
+    CHECK(h.shape_of(h.outputs[0]).rank == 0);
+    CHECK(max_error(g, h) == 0);
+}
