@@ -1,129 +1,14 @@
 #pragma once
-// Measured per-operator times of the cuDNN backend, in memory and on disk —
-// the same scheme and file format as the oneDNN backend's cache
-// (backend/dnnl/cache.hpp), which cannot be included here without oneDNN:
-// entries keyed by the operator configuration (cost::op_key plus which inputs
-// are constant), the file keyed by the machine (backend name, cuDNN / cuBLAS
-// / CUDA runtime versions, GPU name), both in its name and its header line.
-// Atomic rewrite (temporary + rename) after each new measurement; a file that
-// cannot be parsed is reported once and ignored. Host-only (no CUDA calls).
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <optional>
-#include <string>
-#include <unordered_map>
-#include <unistd.h>
-
-#include "tsopt/cost/cache.hpp"
+// Measured per-operator times of the cuDNN backend: the shared measurement
+// cache (backend/measure_cache.hpp: entries keyed by cost::op_key plus which
+// inputs are constant, atomic rewrites, corrupt files ignored), its file keyed
+// by the machine string cudnn builds from the backend name, the cuDNN / cuBLAS
+// / CUDA runtime versions and the GPU name (executor.hpp, init_device).
+// Host-only (no CUDA calls).
+#include "tsopt/backend/measure_cache.hpp"
 
 namespace tsopt::backend::cudnn_impl {
 
-inline std::filesystem::path default_cache_dir() {
-    if (const char* d = std::getenv("TSOPT_CACHE_DIR"); d && *d) return d;
-    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::filesystem::path(d) / "tsopt";
-    if (const char* d = std::getenv("HOME"); d && *d) return std::filesystem::path(d) / ".cache" / "tsopt";
-    return {};
-}
-
-// cost::op_key of node i plus which inputs are constant (uploaded and
-// converted once at compile time, so they change what runs).
-inline std::string op_key(const graph& g, std::size_t i) {
-    auto constant = g.constant_mask();
-    std::string k = cost::op_key::of(g, i).str() + "|const=";
-    for (value v : g.nodes[i].inputs) k += constant[static_cast<std::size_t>(v.node)] ? '1' : '0';
-    for (char& c : k)
-        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-    return k;
-}
-
-class measure_cache {
-public:
-    std::size_t hits = 0, misses = 0, loaded = 0;
-
-    // file empty: in memory only.
-    measure_cache(std::string machine, std::filesystem::path file) : machine_(std::move(machine)), file_(std::move(file)) { load(); }
-    static std::filesystem::path file_for(const std::filesystem::path& dir, const std::string& machine) {
-        if (dir.empty()) return {};
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv(machine)));
-        return dir / ("cudnn-measure-" + std::string(hex) + ".tsv");
-    }
-    const std::filesystem::path& file() const { return file_; }
-    const std::string& machine() const { return machine_; }
-    std::size_t size() const { return map_.size(); }
-
-    std::optional<double> find(const std::string& key) {
-        auto it = map_.find(key);
-        if (it == map_.end()) {
-            ++misses;
-            return std::nullopt;
-        }
-        ++hits;
-        return it->second;
-    }
-    void put(const std::string& key, double ms) {
-        map_[key] = ms;
-        save();
-    }
-
-private:
-    static std::uint64_t fnv(std::string_view s) {
-        std::uint64_t h = 0xcbf29ce484222325ull;
-        for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-        return h;
-    }
-    static constexpr std::string_view magic = "tsopt-measure-cache v1";
-
-    void warn(const std::string& why) const { std::cerr << "tsopt cudnn: ignoring measurement cache " << file_ << ": " << why << "\n"; }
-    void load() {
-        if (file_.empty()) return;
-        std::error_code ec;
-        if (!std::filesystem::exists(file_, ec)) return;
-        std::ifstream f(file_);
-        std::string line;
-        if (!std::getline(f, line) || line != magic) return warn("unknown header (corrupt or another format)");
-        if (!std::getline(f, line) || line != "machine\t" + machine_) return warn("written for another machine");
-        std::unordered_map<std::string, double> m;
-        for (int no = 3; std::getline(f, line); ++no) {
-            auto tab = line.rfind('\t');
-            char* end = nullptr;
-            double ms = tab == std::string::npos ? NAN : std::strtod(line.c_str() + tab + 1, &end);
-            if (tab == std::string::npos || tab == 0 || end == line.c_str() + tab + 1 || *end != '\0' || !std::isfinite(ms) || ms < 0)
-                return warn("line " + std::to_string(no) + " is not 'key<TAB>milliseconds'");
-            m[line.substr(0, tab)] = ms;
-        }
-        map_ = std::move(m);
-        loaded = map_.size();
-    }
-    void save() {
-        if (file_.empty() || save_failed_) return;
-        std::error_code ec;
-        std::filesystem::create_directories(file_.parent_path(), ec);
-        auto tmp = file_;
-        tmp += ".tmp." + std::to_string(::getpid());
-        {
-            std::ofstream f(tmp, std::ios::trunc);
-            f << magic << "\nmachine\t" << machine_ << "\n";
-            f.precision(9);
-            for (auto& [k, v] : map_) f << k << "\t" << v << "\n";
-            if (!f) ec = std::make_error_code(std::errc::io_error);
-        }
-        if (!ec) std::filesystem::rename(tmp, file_, ec);
-        if (ec) {
-            save_failed_ = true;
-            std::filesystem::remove(tmp, ec);
-            std::cerr << "tsopt cudnn: cannot write measurement cache " << file_ << "; keeping measurements in memory only\n";
-        }
-    }
-
-    std::string machine_;
-    std::filesystem::path file_;
-    std::unordered_map<std::string, double> map_;
-    bool save_failed_ = false;
-};
+using measure_cache = backend::measure_cache;
 
 }  // namespace tsopt::backend::cudnn_impl

@@ -11,6 +11,7 @@
 // in this folder; a configuration a lowering refuses, and any opaque node,
 // runs on the host with a one-time warning. Then the stream schedule is
 // chosen (one stream, or parallel::assign_streams) and arena memory planned.
+#include "tsopt/backend/arena.hpp"
 #include "tsopt/backend/cudnn/binary.hpp"
 #include "tsopt/backend/cudnn/conv2d.hpp"
 #include "tsopt/backend/cudnn/data_movement.hpp"
@@ -131,26 +132,8 @@ inline void plan_memory(plan& p) {
             order.push_back(static_cast<int>(b));
         }
     }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return p.bufs[static_cast<std::size_t>(a)].bytes > p.bufs[static_cast<std::size_t>(b)].bytes; });
-    std::vector<int> placed;
-    for (int bi : order) {
-        buffer& x = p.bufs[static_cast<std::size_t>(bi)];
-        std::vector<std::pair<std::size_t, std::size_t>> busy;
-        for (int q : placed) {
-            const buffer& y = p.bufs[static_cast<std::size_t>(q)];
-            if (!done_before(x, y, hb) && !done_before(y, x, hb)) busy.push_back({y.offset, y.offset + y.bytes});
-        }
-        std::sort(busy.begin(), busy.end());
-        std::size_t off = 0;
-        for (auto [lo, hi] : busy) {
-            if (off + x.bytes <= lo) break;
-            off = std::max(off, hi);
-        }
-        x.offset = off;
-        p.stats.arena_bytes = std::max(p.stats.arena_bytes, off + x.bytes);
-        placed.push_back(bi);
-    }
+    auto unordered = [&](const buffer& x, const buffer& y) { return !done_before(x, y, hb) && !done_before(y, x, hb); };
+    p.stats.arena_bytes = std::max(p.stats.arena_bytes, place_in_arena(p.bufs, std::move(order), unordered));
 }
 
 inline std::unique_ptr<plan> compile_plan(const graph& g, bool multi_stream, const opaque_map& opaque) {
@@ -168,16 +151,7 @@ inline std::unique_ptr<plan> compile_plan(const graph& g, bool multi_stream, con
         for (int v = 0; v < nv; ++v) p.schedule.streams[0].push_back(v);  // dag vertices are in topological order
     }
     lowering L(p, g, opaque);
-    std::vector<bool> live(g.size(), false);
-    std::vector<std::size_t> stack;
-    for (value v : g.outputs) stack.push_back(static_cast<std::size_t>(v.node));
-    while (!stack.empty()) {
-        std::size_t i = stack.back();
-        stack.pop_back();
-        if (live[i]) continue;
-        live[i] = true;
-        for (value v : g.nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
-    }
+    const std::vector<bool> live = live_nodes(g);
     for (std::size_t i : g.topological_order()) {
         const node& n = g.nodes[i];
         if (n.kind == node_kind::input) {

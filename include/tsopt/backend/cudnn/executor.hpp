@@ -21,10 +21,10 @@
 // Numerics: exact fp32 by default (no TF32; options::allow_tf32).
 //
 // Not thread-safe: one backend object per thread.
-#include <list>
-
 #include "tsopt/backend/cudnn/cache.hpp"
 #include "tsopt/backend/cudnn/runtime.hpp"
+#include "tsopt/backend/measure.hpp"
+#include "tsopt/backend/plan_cache.hpp"
 #include "tsopt/backend/reference/executor.hpp"
 
 namespace tsopt::backend {
@@ -80,7 +80,7 @@ public:
     }
 
     cudnn() : cudnn(options{}) {}
-    explicit cudnn(options o) : opt_(std::move(o)), machine_(init_device(opt_)), cache_(machine_, cache_file(opt_, machine_)) {}
+    explicit cudnn(options o) : opt_(std::move(o)), machine_(init_device(opt_)), cache_(name, machine_, cache_file(opt_, machine_)) {}
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) { return execute(g, in, opt_.mode); }
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in, run_mode m) {
@@ -120,7 +120,7 @@ public:
             throw error("measure: node " + std::to_string(i) + " does not exist (graph has " + std::to_string(g.size()) + ")");
         const node& n = g.nodes[i];
         if (n.kind == node_kind::input || n.kind == node_kind::weight || g.constant_mask()[i]) return 0;
-        std::string key = cudnn_impl::op_key(g, i);
+        std::string key = measure_key(g, i, g.constant_mask());
         if (auto hit = cache_.find(key)) return *hit;
         graph h = isolate(g, i);
         auto p = std::shared_ptr<const cudnn_impl::plan>(cudnn_impl::compile_plan(h, false, opaque_impls));
@@ -135,24 +135,14 @@ public:
         for (int w = 0; w < opt_.warmup; ++w) body();
         d.sync("measure warm-up");
         timer t(d.main_stream());
-        std::vector<double> ms;
-        double total = 0;
-        while (static_cast<int>(ms.size()) < opt_.max_reps && (static_cast<int>(ms.size()) < opt_.min_reps || total < opt_.min_time_ms)) {
-            double round = t.time(body, [&] { d.sync("measure " + n.describe()); });
-            total += round;
-            ms.push_back(round / inner);
-        }
+        std::vector<double> ms = timed_rounds(opt_, [&] { return t.time(body, [&] { d.sync("measure " + n.describe()); }); });
+        for (double& x : ms) x /= inner;  // per launch
         double r = median(ms);
         cache_.put(key, r);
         return r;
     }
 
-    struct pick_result {
-        std::size_t best = 0;
-        std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
-        std::vector<double> error;   // max relative error of its outputs vs candidate 0
-        std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
-    };
+    using pick_result = backend::pick_result;
     // AutoGraph's on-board verification: runs each candidate, rejects those
     // whose outputs disagree with candidate 0, times the others end to end in
     // interleaved rounds and returns the fastest.
@@ -161,39 +151,21 @@ public:
     }
     pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps, run_mode m) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
-        pick_result r;
         std::vector<cudnn_impl::device_plan*> plans;
-        std::vector<tensor<float>> first;
-        for (std::size_t c = 0; c < candidates.size(); ++c) {
+        for (std::size_t c = 0; c < candidates.size(); ++c) {  // every candidate compiled before any runs
             check_inputs(candidates[c], in);
             plans.push_back(&plan_for(candidates[c], m));
         }
-        for (std::size_t c = 0; c < candidates.size(); ++c) {
-            auto out = plans[c]->execute(in);
-            double e = 0;
-            if (c == 0) first = out;
-            else if (out.size() != first.size()) e = 1e300;
-            else
-                for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
-            r.error.push_back(e);
-            r.rejected.push_back(!(e <= opt_.verify_tolerance));
-        }
-        for (int w = 0; w < opt_.warmup; ++w)
-            for (std::size_t c = 0; c < plans.size(); ++c)
-                if (!r.rejected[c]) plans[c]->run();
-        for (auto* p : plans) p->sync("warm-up");
-        std::vector<std::vector<double>> t(candidates.size());
-        for (int k = 0; k < std::max(reps, 1); ++k)
-            for (std::size_t c = 0; c < plans.size(); ++c)
-                if (!r.rejected[c]) {
-                    timer tm(plans[c]->main_stream());
-                    t[c].push_back(tm.time([&] { plans[c]->run(); }, [&] { plans[c]->sync("timed run"); }));
-                }
-        for (std::size_t c = 0; c < plans.size(); ++c) {
-            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : median(t[c]));
-            if (r.ms[c] < r.ms[r.best]) r.best = c;
-        }
-        return r;
+        return verify_and_time(
+            candidates.size(), opt_.warmup, reps, opt_.verify_tolerance, [&](std::size_t c) { return plans[c]->execute(in); },
+            [&](std::size_t c) { plans[c]->run(); },
+            [&] {
+                for (auto* p : plans) p->sync("warm-up");
+            },
+            [&](std::size_t c) {
+                timer tm(plans[c]->main_stream());
+                return tm.time([&] { plans[c]->run(); }, [&] { plans[c]->sync("timed run"); });
+            });
     }
 
     const cudnn_impl::measure_cache& measurements() const { return cache_; }
@@ -234,13 +206,6 @@ private:
         cudaEvent_t a_ = nullptr, b_ = nullptr;
     };
 
-    static double median(std::vector<double> v) {
-        if (v.empty()) return 0;
-        std::sort(v.begin(), v.end());
-        std::size_t m = v.size() / 2;
-        return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-    }
-
     static std::string init_device(const options& o) {
         if (int n = cudnn_impl::device_count(); n <= o.device)
             throw error("cudnn backend: " + (n == 0 ? cudnn_impl::no_device_reason() : "device " + std::to_string(o.device) +
@@ -251,7 +216,7 @@ private:
     }
     static std::filesystem::path cache_file(const options& o, const std::string& machine) {
         if (!o.persist) return {};
-        return cudnn_impl::measure_cache::file_for(o.cache_dir.empty() ? cudnn_impl::default_cache_dir() : o.cache_dir, machine);
+        return cudnn_impl::measure_cache::file_for(o.cache_dir.empty() ? default_cache_dir() : o.cache_dir, name, machine);
     }
     cudnn_impl::settings device_settings(bool graph) const {
         cudnn_impl::settings s;
@@ -262,61 +227,25 @@ private:
         return s;
     }
 
-    // Node i alone: constant inputs stay weights (their data, or random data
-    // of their shape), the others become graph inputs; layouts are kept.
-    static graph isolate(const graph& g, std::size_t i) {
-        const node& n = g.nodes[i];
-        graph h;
-        auto constant = g.constant_mask();
-        std::mt19937_64 rng(42);
-        std::map<value, value> remap;
-        for (value v : n.inputs) {
-            if (remap.count(v)) continue;
-            const node& src = g.at(v);
-            if (src.kind == node_kind::weight) {
-                node w = src;
-                w.inputs.clear();
-                h.nodes.push_back(std::move(w));
-                remap[v] = {static_cast<std::int32_t>(h.nodes.size() - 1), 0};
-            } else if (constant[static_cast<std::size_t>(v.node)]) {
-                remap[v] = h.weight(src.name, g.shape_of(v), rng);
-            } else {
-                remap[v] = h.input(src.name + "." + std::to_string(v.output), g.shape_of(v));
-            }
-            h.nodes[static_cast<std::size_t>(remap[v].node)].out_layout = src.out_layout;
-        }
-        node copy = n;
-        for (value& v : copy.inputs) v = remap[v];
-        h.nodes.push_back(std::move(copy));
-        const auto id = static_cast<std::int32_t>(h.nodes.size() - 1);
-        for (int o = 0; o < h.nodes.back().num_outputs(); ++o) h.mark_output({id, o});
-        return h;
-    }
-
     // Device plans keyed by the structural hash (which names weights by their
     // address; the plan holds them) with every node's shapes, and the mode.
     cudnn_impl::device_plan& plan_for(const graph& g, run_mode m) {
-        std::uint64_t key = graph::mix(g.structural_hash(), static_cast<std::uint64_t>(m) + 1);
-        for (const node& n : g.nodes)
-            for (const shape& s : n.shapes)
-                for (int d = -1; d < s.rank; ++d) key = graph::mix(key, static_cast<std::uint64_t>(d < 0 ? s.rank : s[d]));
-        for (auto it = plans_.begin(); it != plans_.end(); ++it)
-            if (it->first == key) {
-                plans_.splice(plans_.begin(), plans_, it);
-                ++plan_reuses;
-                return *plans_.front().second;
-            }
+        std::uint64_t key = plan_key(g, graph::mix(g.structural_hash(), static_cast<std::uint64_t>(m) + 1));
+        if (cudnn_impl::device_plan* p = plans_.find(key)) {
+            ++plan_reuses;
+            return *p;
+        }
         auto hp = std::shared_ptr<const cudnn_impl::plan>(cudnn_impl::compile_plan(g, is_multi_stream(m), opaque_impls));
-        plans_.emplace_front(key, std::make_unique<cudnn_impl::device_plan>(hp, device_settings(uses_graph(m))));
+        cudnn_impl::device_plan& d =
+            plans_.insert(key, std::make_unique<cudnn_impl::device_plan>(hp, device_settings(uses_graph(m))), opt_.max_plans);
         ++plan_compiles;
-        if (plans_.size() > opt_.max_plans) plans_.pop_back();
-        return *plans_.front().second;
+        return d;
     }
 
     options opt_;
     std::string machine_;  // backend, library versions, device: keys the measurement file
     cudnn_impl::measure_cache cache_;
-    std::list<std::pair<std::uint64_t, std::unique_ptr<cudnn_impl::device_plan>>> plans_;
+    plan_cache<std::unique_ptr<cudnn_impl::device_plan>> plans_;
 };
 
 static_assert(measurer<cudnn>);

@@ -34,13 +34,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "tsopt/backend/backend.hpp"
+#include "tsopt/backend/host_fallback.hpp"
 #include "tsopt/backend/parallel/stream_assignment.hpp"
 
 namespace tsopt::backend::cudnn_impl {
@@ -163,8 +162,8 @@ struct softmax_step {
     tref x, y;
     std::int64_t outer, n, inner;
 };
-using opaque_fn = std::function<std::vector<tensor<float>>(const node&, std::span<const tensor<float>* const>)>;
-using opaque_map = std::map<std::string, opaque_fn, std::less<>>;
+using backend::opaque_fn;
+using backend::opaque_map;
 struct host_step {  // copy to host, run there (cudaLaunchHostFunc), copy back
     std::vector<tref> ins, outs;  // row-major
     node copy;                    // the node, for the reference semantics and messages
@@ -395,27 +394,11 @@ private:
     std::map<int, int> producer_;
 };
 
-// Reports, once per process and node, that a node runs on the host.
-inline void warn_host_once(const node& n, const std::string& why) {
-    static std::mutex m;
-    static std::set<std::string> seen;
-    std::lock_guard lock(m);
-    if (seen.insert(n.name + "|" + std::string(n.type_name())).second)
-        std::cerr << "tsopt cudnn: " << n.describe() << " runs on the host (reference semantics): " << why << "\n";
-}
-
 inline void lowering::host(std::size_t i, const std::string& why, bool warn) {
     const node& n = g.nodes[i];
     opaque_fn impl;
-    if (n.kind == node_kind::opaque) {
-        auto it = opaque.find(n.opaque->type);
-        if (it == opaque.end())
-            throw error(n.describe() + ": the cudnn backend has no implementation for opaque operator '" + n.opaque->type +
-                        "' (register one in opaque_impls)");
-        impl = it->second;
-    } else if (warn) {
-        warn_host_once(n, why);
-    }
+    if (n.kind == node_kind::opaque) impl = find_opaque(opaque, n, "cudnn");
+    else if (warn) warn_once("cudnn", n, "runs on the host (reference semantics): " + why);
     host_step s;
     for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k) s.ins.push_back(row_in(i, k));
     for (int o = 0; o < n.num_outputs(); ++o) s.outs.push_back(fresh(out_shape(i, o)));

@@ -563,28 +563,14 @@ private:
     // Host step: pinned staging, device->host copies, the host function, copies back.
     struct host_job {
         const host_step* s = nullptr;
+        std::vector<shape> in_shapes;  // of s->ins
         std::vector<float*> pin_in, pin_out;
         std::string* error = nullptr;
     };
     static void CUDART_CB run_host_job(void* arg) {
         auto* j = static_cast<host_job*>(arg);
         try {
-            std::vector<tensor<float>> args;
-            std::vector<const tensor<float>*> argp;
-            for (std::size_t k = 0; k < j->s->ins.size(); ++k) {
-                args.emplace_back(j->s->ins[k].logical);
-                std::memcpy(args.back().data.data(), j->pin_in[k], args.back().data.size() * sizeof(float));
-            }
-            for (auto& a : args) argp.push_back(&a);
-            const node& n = j->s->copy;
-            auto res = j->s->impl ? j->s->impl(n, argp) : spec::evaluate<float>(n.op, n.params, argp);
-            if (res.size() != j->pin_out.size()) throw error(n.describe() + ": implementation returned the wrong number of outputs");
-            for (std::size_t k = 0; k < res.size(); ++k) {
-                if (!(res[k].shape == j->s->outs[k].logical))
-                    throw error(n.describe() + ": implementation returned shape " + res[k].shape.str() + ", expected " +
-                                j->s->outs[k].logical.str());
-                std::memcpy(j->pin_out[k], res[k].data.data(), res[k].data.size() * sizeof(float));
-            }
+            run_on_host(j->s->copy, j->s->impl, j->in_shapes, j->pin_in, j->pin_out);
         } catch (const std::exception& e) {
             if (j->error->empty()) *j->error = e.what();
         }
@@ -601,6 +587,7 @@ private:
         };
         std::vector<std::pair<float*, std::size_t>> dev_in, dev_out;
         for (auto& r : s.ins) {
+            job->in_shapes.push_back(r.logical);
             job->pin_in.push_back(pinned(r.elements()));
             dev_in.push_back({ptr(r), static_cast<std::size_t>(r.elements()) * sizeof(float)});
         }

@@ -19,8 +19,8 @@
 //
 // Not thread-safe: one backend object per thread.
 #include <chrono>
-#include <list>
 
+#include "tsopt/backend/arena.hpp"
 #include "tsopt/backend/dnnl/binary.hpp"
 #include "tsopt/backend/dnnl/cache.hpp"
 #include "tsopt/backend/dnnl/concat.hpp"
@@ -30,6 +30,8 @@
 #include "tsopt/backend/dnnl/pool.hpp"
 #include "tsopt/backend/dnnl/reorder.hpp"
 #include "tsopt/backend/dnnl/softmax.hpp"
+#include "tsopt/backend/measure.hpp"
+#include "tsopt/backend/plan_cache.hpp"
 #include "tsopt/backend/reference/executor.hpp"
 
 namespace tsopt::backend {
@@ -77,16 +79,7 @@ inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, cons
     g.validate();
     auto p = std::make_unique<plan>(eng);
     lowering L(*p, g, opaque);
-    std::vector<bool> live(g.size(), false);
-    std::vector<std::size_t> stack;
-    for (value v : g.outputs) stack.push_back(static_cast<std::size_t>(v.node));
-    while (!stack.empty()) {
-        std::size_t i = stack.back();
-        stack.pop_back();
-        if (live[i]) continue;
-        live[i] = true;
-        for (value v : g.nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
-    }
+    const std::vector<bool> live = live_nodes(g);
     for (std::size_t i : g.topological_order()) {
         const node& n = g.nodes[i];
         if (n.kind == node_kind::input) {
@@ -120,13 +113,6 @@ inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, cons
     return p;
 }
 
-inline double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    std::size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 }  // namespace dnnl_impl
 
 class dnnl {
@@ -154,10 +140,9 @@ public:
     explicit dnnl(options o)
         : opt_(std::move(o)),
           eng_(::dnnl::engine::kind::cpu, 0),
-          cache_(dnnl_impl::machine_id(name),
-                 opt_.persist ? dnnl_impl::measure_cache::file_for(
-                                    opt_.cache_dir.empty() ? dnnl_impl::default_cache_dir() : opt_.cache_dir,
-                                    dnnl_impl::machine_id(name))
+          cache_(name, dnnl_impl::machine_id(name),
+                 opt_.persist ? dnnl_impl::measure_cache::file_for(opt_.cache_dir.empty() ? default_cache_dir() : opt_.cache_dir,
+                                                                   name, dnnl_impl::machine_id(name))
                               : std::filesystem::path{}) {}
 
     // A fresh plan for g (execute() keeps and reuses them; this does not).
@@ -178,7 +163,7 @@ public:
         for (int w = 0; w < opt_.warmup; ++w) p.run(in);
         std::vector<double> t;
         for (int r = 0; r < std::max(reps, 1); ++r) t.push_back(timed([&] { p.load_inputs(in); p.run_steps(); }));
-        return dnnl_impl::median(t);
+        return median(t);
     }
 
     // Median ms of node `i` of g alone: its configuration (parameters, input
@@ -191,33 +176,10 @@ public:
         if (n.kind == node_kind::input || n.kind == node_kind::weight) return 0;
         auto constant = g.constant_mask();
         if (constant[i]) return 0;
-        std::string key = dnnl_impl::op_key(g, i, constant);
+        std::string key = measure_key(g, i, constant);
         if (auto hit = cache_.find(key)) return *hit;
-        // The node alone: constant inputs stay weights (their data, or random
-        // data of their shape), the others become graph inputs.
-        graph h;
-        std::mt19937_64 rng(42);
-        std::map<value, value> remap;
-        for (value v : n.inputs) {
-            if (remap.count(v)) continue;
-            const node& src = g.at(v);
-            if (src.kind == node_kind::weight) {
-                node w = src;
-                w.inputs.clear();
-                h.nodes.push_back(std::move(w));
-                remap[v] = {static_cast<std::int32_t>(h.nodes.size() - 1), 0};
-            } else if (constant[static_cast<std::size_t>(v.node)]) {
-                remap[v] = h.weight(src.name, g.shape_of(v), rng);
-            } else {
-                remap[v] = h.input(src.name + "." + std::to_string(v.output), g.shape_of(v));
-            }
-            h.nodes[static_cast<std::size_t>(remap[v].node)].out_layout = src.out_layout;
-        }
-        node copy = n;
-        for (value& v : copy.inputs) v = remap[v];
-        h.nodes.push_back(std::move(copy));
-        const auto id = static_cast<std::int32_t>(h.nodes.size() - 1);
-        for (int o = 0; o < h.nodes.back().num_outputs(); ++o) h.mark_output({id, o});
+        graph h = isolate(g, i);
+        const auto id = static_cast<std::int32_t>(h.nodes.size() - 1);  // the node is the last one
         auto p = compile(h);
         p->run(random_inputs(h, 7));
         std::vector<dnnl_impl::step*> mine;
@@ -228,56 +190,28 @@ public:
             p->strm.wait();
         };
         for (int w = 0; w < opt_.warmup; ++w) body();
-        std::vector<double> t;
-        double total = 0;
-        while (static_cast<int>(t.size()) < opt_.max_reps && (static_cast<int>(t.size()) < opt_.min_reps || total < opt_.min_time_ms)) {
-            t.push_back(timed(body));
-            total += t.back();
-        }
-        double ms = dnnl_impl::median(t);
+        double ms = median(timed_rounds(opt_, [&] { return timed(body); }));
         cache_.put(key, ms);
         return ms;
     }
 
-    struct pick_result {
-        std::size_t best = 0;
-        std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
-        std::vector<double> error;   // max relative error of its outputs vs candidate 0
-        std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
-    };
+    using pick_result = backend::pick_result;
     // AutoGraph's on-board verification: runs each candidate on `in`, rejects
     // those whose outputs disagree with candidate 0 (the optimizer's best by
     // its cost model), times the others end to end in interleaved rounds (so
     // drifting machine load hits all alike) and returns the fastest.
     pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
-        pick_result r;
         std::vector<dnnl_impl::plan*> plans;
-        std::vector<tensor<float>> first;
-        for (std::size_t c = 0; c < candidates.size(); ++c) {
-            check_inputs(candidates[c], in);
-            plans.push_back(&plan_for(candidates[c]));
-            auto out = plans.back()->run(in);
-            double e = 0;
-            if (c == 0) first = out;
-            else if (out.size() != first.size()) e = 1e300;
-            else
-                for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
-            r.error.push_back(e);
-            r.rejected.push_back(!(e <= opt_.verify_tolerance));
-        }
-        std::vector<std::vector<double>> t(candidates.size());
-        for (int w = 0; w < opt_.warmup; ++w)
-            for (std::size_t c = 0; c < plans.size(); ++c)
-                if (!r.rejected[c]) plans[c]->run(in);
-        for (int k = 0; k < std::max(reps, 1); ++k)
-            for (std::size_t c = 0; c < plans.size(); ++c)
-                if (!r.rejected[c]) t[c].push_back(timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }));
-        for (std::size_t c = 0; c < plans.size(); ++c) {
-            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : dnnl_impl::median(t[c]));
-            if (r.ms[c] < r.ms[r.best]) r.best = c;
-        }
-        return r;
+        return verify_and_time(
+            candidates.size(), opt_.warmup, reps, opt_.verify_tolerance,
+            [&](std::size_t c) {  // each candidate is compiled just before its verification run
+                check_inputs(candidates[c], in);
+                plans.push_back(&plan_for(candidates[c]));
+                return plans.back()->run(in);
+            },
+            [&](std::size_t c) { plans[c]->run(in); }, [] {},
+            [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); });
     }
 
     const dnnl_impl::measure_cache& measurements() const { return cache_; }
@@ -295,26 +229,20 @@ private:
     // address; the plan holds them, so an address is not reused meanwhile)
     // together with every node's shapes.
     dnnl_impl::plan& plan_for(const graph& g) {
-        std::uint64_t key = g.structural_hash();
-        for (const node& n : g.nodes)
-            for (const shape& s : n.shapes)
-                for (int d = -1; d < s.rank; ++d) key = graph::mix(key, static_cast<std::uint64_t>(d < 0 ? s.rank : s[d]));
-        for (auto it = plans_.begin(); it != plans_.end(); ++it)
-            if (it->first == key) {
-                plans_.splice(plans_.begin(), plans_, it);
-                ++plan_reuses;
-                return *plans_.front().second;
-            }
-        plans_.emplace_front(key, compile(g));
+        std::uint64_t key = plan_key(g, g.structural_hash());
+        if (dnnl_impl::plan* p = plans_.find(key)) {
+            ++plan_reuses;
+            return *p;
+        }
+        dnnl_impl::plan& p = plans_.insert(key, compile(g), opt_.max_plans);
         ++plan_compiles;
-        if (plans_.size() > opt_.max_plans) plans_.pop_back();
-        return *plans_.front().second;
+        return p;
     }
 
     options opt_;
     ::dnnl::engine eng_;
     dnnl_impl::measure_cache cache_;
-    std::list<std::pair<std::uint64_t, std::shared_ptr<dnnl_impl::plan>>> plans_;
+    plan_cache<std::shared_ptr<dnnl_impl::plan>> plans_;
 };
 
 static_assert(measurer<dnnl>);

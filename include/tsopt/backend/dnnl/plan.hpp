@@ -21,12 +21,12 @@
 #include <functional>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
+#include "tsopt/backend/arena.hpp"
 #include "tsopt/backend/backend.hpp"
+#include "tsopt/backend/host_fallback.hpp"
 
 namespace tsopt::backend::dnnl_impl {
 
@@ -154,25 +154,8 @@ public:
             stats.naive_bytes += x.bytes;
             order.push_back(static_cast<int>(b));
         }
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bufs[std::size_t(a)].bytes > bufs[std::size_t(b)].bytes; });
-        std::vector<int> placed;
-        for (int b : order) {
-            buffer& x = bufs[static_cast<std::size_t>(b)];
-            std::vector<std::pair<std::size_t, std::size_t>> busy;
-            for (int p : placed) {
-                const buffer& y = bufs[static_cast<std::size_t>(p)];
-                if (x.first <= y.last && y.first <= x.last) busy.push_back({y.offset, y.offset + y.bytes});
-            }
-            std::sort(busy.begin(), busy.end());
-            std::size_t off = 0;
-            for (auto [lo, hi] : busy) {
-                if (off + x.bytes <= lo) break;
-                off = std::max(off, hi);
-            }
-            x.offset = off;
-            stats.planned_bytes = std::max(stats.planned_bytes, off + x.bytes);
-            placed.push_back(b);
-        }
+        auto overlap = [](const buffer& x, const buffer& y) { return x.first <= y.last && y.first <= x.last; };  // step lifetimes
+        stats.planned_bytes = std::max(stats.planned_bytes, place_in_arena(bufs, std::move(order), overlap));
         std::size_t scratch = 0;
         for (auto& s : steps) scratch = std::max(scratch, s.scratch);
         stats.scratch_bytes = scratch;
@@ -225,18 +208,8 @@ private:
     std::byte* arena_ = nullptr;
 };
 
-// Reports, once per process and node name, that a node runs on the reference
-// implementation instead of oneDNN.
-inline void warn_fallback_once(const node& n, const std::string& why) {
-    static std::mutex m;
-    static std::set<std::string> seen;
-    std::lock_guard lock(m);
-    if (seen.insert(n.name + "|" + std::string(n.type_name())).second)
-        std::cerr << "tsopt dnnl: " << n.describe() << " runs on the reference implementation: " << why << "\n";
-}
-
-using opaque_fn = std::function<std::vector<tensor<float>>(const node&, std::span<const tensor<float>* const>)>;
-using opaque_map = std::map<std::string, opaque_fn, std::less<>>;
+using backend::opaque_fn;
+using backend::opaque_map;
 
 // The lowering context: graph values to buffers, with helpers for the
 // operator files.
@@ -376,15 +349,8 @@ public:
     void fallback(std::size_t i, const std::string& why) {
         const node& n = g.nodes[i];
         opaque_fn impl;
-        if (n.kind == node_kind::opaque) {
-            auto it = opaque.find(n.opaque->type);
-            if (it == opaque.end())
-                throw error(n.describe() + ": the dnnl backend has no implementation for opaque operator '" + n.opaque->type +
-                            "' (register one in opaque_impls)");
-            impl = it->second;
-        } else {
-            warn_fallback_once(n, why);
-        }
+        if (n.kind == node_kind::opaque) impl = find_opaque(opaque, n, "dnnl");
+        else warn_once("dnnl", n, "runs on the reference implementation: " + why);
         std::vector<tref> ins, outs;
         std::vector<shape> in_shapes;
         for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {
@@ -397,22 +363,7 @@ public:
         }
         node copy = n;
         auto fn = [copy, in_shapes, impl](std::span<float* const> pin, std::span<float* const> pout) {
-            std::vector<tensor<float>> args;
-            std::vector<const tensor<float>*> argp;
-            args.reserve(pin.size());
-            for (std::size_t k = 0; k < pin.size(); ++k) {
-                args.emplace_back(in_shapes[k]);
-                std::memcpy(args.back().data.data(), pin[k], args.back().data.size() * sizeof(float));
-            }
-            for (auto& a : args) argp.push_back(&a);
-            auto res = impl ? impl(copy, argp) : spec::evaluate<float>(copy.op, copy.params, argp);
-            if (res.size() != pout.size()) throw error(copy.describe() + ": implementation returned the wrong number of outputs");
-            for (std::size_t k = 0; k < pout.size(); ++k) {
-                if (!(res[k].shape == copy.shapes[k]))
-                    throw error(copy.describe() + ": implementation returned shape " + res[k].shape.str() + ", expected " +
-                                copy.shapes[k].str());
-                std::memcpy(pout[k], res[k].data.data(), res[k].data.size() * sizeof(float));
-            }
+            run_on_host(copy, impl, in_shapes, pin, pout);
         };
         custom(i, fn, ins, outs, "reference fallback");
         ++p.stats.fallbacks;

@@ -1,0 +1,63 @@
+#pragma once
+// Compilation helpers shared by the backends that plan their own memory
+// (dnnl, cudnn): which nodes need to run, and greedy placement of buffers in
+// one arena. What makes two buffers conflict is the backend's: step-interval
+// overlap on one stream (dnnl), not ordered by happens-before across streams
+// (cudnn).
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "tsopt/core/graph.hpp"
+
+namespace tsopt::backend {
+
+// live[i]: some graph output depends on node i.
+inline std::vector<bool> live_nodes(const graph& g) {
+    std::vector<bool> live(g.size(), false);
+    std::vector<std::size_t> stack;
+    for (value v : g.outputs) stack.push_back(static_cast<std::size_t>(v.node));
+    while (!stack.empty()) {
+        std::size_t i = stack.back();
+        stack.pop_back();
+        if (live[i]) continue;
+        live[i] = true;
+        for (value v : g.nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
+    }
+    return live;
+}
+
+// Places the buffers bufs[order[k]] (each with `bytes` and `offset`) in one
+// arena, largest first (ties in the given order), each at the lowest offset
+// clear of every buffer placed before it that it conflicts with
+// (conflict(buffer, placed) true: they may be live together). Returns the
+// arena size needed (0 when order is empty).
+template <class Buffers, class Conflict>
+std::size_t place_in_arena(Buffers& bufs, std::vector<int> order, Conflict&& conflict) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return bufs[static_cast<std::size_t>(a)].bytes > bufs[static_cast<std::size_t>(b)].bytes;
+    });
+    std::size_t size = 0;
+    std::vector<int> placed;
+    for (int bi : order) {
+        auto& x = bufs[static_cast<std::size_t>(bi)];
+        std::vector<std::pair<std::size_t, std::size_t>> busy;
+        for (int q : placed) {
+            const auto& y = bufs[static_cast<std::size_t>(q)];
+            if (conflict(x, y)) busy.push_back({y.offset, y.offset + y.bytes});
+        }
+        std::sort(busy.begin(), busy.end());
+        std::size_t off = 0;
+        for (auto [lo, hi] : busy) {
+            if (off + x.bytes <= lo) break;
+            off = std::max(off, hi);
+        }
+        x.offset = off;
+        size = std::max(size, off + x.bytes);
+        placed.push_back(bi);
+    }
+    return size;
+}
+
+}  // namespace tsopt::backend

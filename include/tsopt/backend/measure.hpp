@@ -1,0 +1,122 @@
+#pragma once
+// Timing helpers shared by the measuring backends (dnnl, cudnn): the median,
+// the adaptive repetition loop of measure(), the graph a single node is
+// measured in, and pick_fastest's on-board verification with interleaved
+// timing rounds. Each backend supplies how it runs and times (a wall clock
+// around a oneDNN stream, CUDA events around a stream); nothing here calls a
+// library.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tsopt/core/graph.hpp"
+#include "tsopt/core/tensor.hpp"
+
+namespace tsopt::backend {
+
+// The median of v (the mean of the middle two for an even count); 0 when empty.
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Calls round() (returning the ms it measured) at least o.min_reps and at
+// most o.max_reps times, stopping once o.min_time_ms were measured in all;
+// returns the times in order. `o` is a backend's options.
+template <class Options, class Round>
+std::vector<double> timed_rounds(const Options& o, Round&& round) {
+    std::vector<double> t;
+    double total = 0;
+    while (static_cast<int>(t.size()) < o.max_reps && (static_cast<int>(t.size()) < o.min_reps || total < o.min_time_ms)) {
+        t.push_back(round());
+        total += t.back();
+    }
+    return t;
+}
+
+// Node i of g alone, as measure() times it: constant inputs stay weights
+// (their data, or random data of their shape), the others become graph
+// inputs; layouts are kept. The node is the last one of the result and all
+// its outputs are graph outputs.
+inline graph isolate(const graph& g, std::size_t i) {
+    const node& n = g.nodes[i];
+    graph h;
+    auto constant = g.constant_mask();
+    std::mt19937_64 rng(42);
+    std::map<value, value> remap;
+    for (value v : n.inputs) {
+        if (remap.count(v)) continue;
+        const node& src = g.at(v);
+        if (src.kind == node_kind::weight) {
+            node w = src;
+            w.inputs.clear();
+            h.nodes.push_back(std::move(w));
+            remap[v] = {static_cast<std::int32_t>(h.nodes.size() - 1), 0};
+        } else if (constant[static_cast<std::size_t>(v.node)]) {
+            remap[v] = h.weight(src.name, g.shape_of(v), rng);
+        } else {
+            remap[v] = h.input(src.name + "." + std::to_string(v.output), g.shape_of(v));
+        }
+        h.nodes[static_cast<std::size_t>(remap[v].node)].out_layout = src.out_layout;
+    }
+    node copy = n;
+    for (value& v : copy.inputs) v = remap[v];
+    h.nodes.push_back(std::move(copy));
+    const auto id = static_cast<std::int32_t>(h.nodes.size() - 1);
+    for (int o = 0; o < h.nodes.back().num_outputs(); ++o) h.mark_output({id, o});
+    return h;
+}
+
+// What pick_fastest returns.
+struct pick_result {
+    std::size_t best = 0;
+    std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
+    std::vector<double> error;   // max relative error of its outputs vs candidate 0
+    std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
+};
+
+// AutoGraph's on-board verification over n candidates: outputs(c) runs
+// candidate c once and returns its outputs (candidates are visited in order,
+// so c == 0 comes first); a candidate whose outputs differ from candidate 0's
+// by more than `tolerance` (relative error) is rejected. The others run
+// `warmup` untimed interleaved rounds (run(c)), then settle() (waits for
+// pending work), then max(reps, 1) timed interleaved rounds (time(c): ms of
+// one run), so drifting machine load hits all alike; the fastest median wins.
+template <class Outputs, class Run, class Settle, class Time>
+pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
+                            Settle&& settle, Time&& time) {
+    pick_result r;
+    std::vector<tensor<float>> first;
+    for (std::size_t c = 0; c < n; ++c) {
+        auto out = outputs(c);
+        double e = 0;
+        if (c == 0) first = out;
+        else if (out.size() != first.size()) e = 1e300;
+        else
+            for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
+        r.error.push_back(e);
+        r.rejected.push_back(!(e <= tolerance));
+    }
+    for (int w = 0; w < warmup; ++w)
+        for (std::size_t c = 0; c < n; ++c)
+            if (!r.rejected[c]) run(c);
+    settle();
+    std::vector<std::vector<double>> t(n);
+    for (int k = 0; k < std::max(reps, 1); ++k)
+        for (std::size_t c = 0; c < n; ++c)
+            if (!r.rejected[c]) t[c].push_back(time(c));
+    for (std::size_t c = 0; c < n; ++c) {
+        r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : median(t[c]));
+        if (r.ms[c] < r.ms[r.best]) r.best = c;
+    }
+    return r;
+}
+
+}  // namespace tsopt::backend
