@@ -255,13 +255,17 @@ private:
             const spec::op_decl& d = spec::decl(n.op);
             auto outs = std::span<shape>(ss.out[std::size_t(i)].data(), std::size_t(d.num_outputs));
             if (!spec::infer_shapes(n.op, *p, ins, outs).empty()) return status::failed;
-            if (opt_.taso_world) {
+            {
+                const auto t = opt_.typing;
                 bool konst0 = n.num_inputs > 0 && is_constant_op(e, n.inputs[0]);
                 bool konst1 = n.num_inputs > 1 && is_constant_op(e, n.inputs[1]);
-                if ((n.op == op_kind::ewadd || n.op == op_kind::ewmul) && !(ins[0] == ins[1]) && !konst0 && !konst1)
+                if ((t & spec::no_broadcast) && (n.op == op_kind::ewadd || n.op == op_kind::ewmul) && !(ins[0] == ins[1]) &&
+                    !konst0 && !konst1)
                     return status::failed;
-                if (n.op == op_kind::conv2d && ins[1][1] != ins[0][1] && !konst1) return status::failed;
-                if (n.op == op_kind::matmul && (ins[0].rank != 2 || ins[1].rank != 2)) return status::failed;
+                if ((t & spec::ungrouped_conv) && n.op == op_kind::conv2d && ins[1][1] != ins[0][1] && !konst1)
+                    return status::failed;
+                if ((t & spec::matmul_2d) && n.op == op_kind::matmul && (ins[0].rank != 2 || ins[1].rank != 2))
+                    return status::failed;
             }
             ss.known[std::size_t(i)] = 1;
         }

@@ -24,7 +24,7 @@ struct check_options {
     // ungrouped (unless its kernel is a constant operator), matmul is 2-D.
     // Off: full broadcasting/grouped/batched semantics (see the report of
     // which axioms need the restriction in docs/verification.md).
-    bool taso_world = true;
+    std::uint8_t typing = spec::taso_typing;  // spec::typing bits assumed
     // Exhaustive: every shape combination. Otherwise `samples` randomly chosen
     // shape combinations for every combination of parameter values.
     bool exhaustive = false;

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
         else if (a == "--samples") opt.samples = std::atoi(next());
         else if (a == "--exhaustive") opt.exhaustive = true;
         else if (a == "--max-instances") opt.max_instances = std::atol(next());
-        else if (a == "--full-semantics") opt.taso_world = false;
+        else if (a == "--full-semantics") opt.typing = tsopt::spec::full_semantics;
         else if (a == "--redundancy") redundancy_ms = unsigned(std::atoi(next()));
         else if (a == "--no-validate") validate = false;
         else if (a == "--help") {

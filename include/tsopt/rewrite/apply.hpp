@@ -178,14 +178,14 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         ng.nodes.push_back(std::move(n));
     }
 
-    // A rule proven only in TASO's model holds only where every node it
-    // reads or writes is inside that model.
-    if (r.model == proof_model::taso_restricted) {
+    // A rule proven under typing restrictions holds only where every node it
+    // reads or writes satisfies them.
+    if (r.needs != spec::full_semantics) {
         for (auto id : m.nodes)
-            if (auto e = outside_taso_model(g, g.nodes[static_cast<std::size_t>(id)]); !e.empty())
-                return fail("proven only in TASO's model, but " + e);
+            if (auto e = violates_typing(g, g.nodes[static_cast<std::size_t>(id)], r.needs); !e.empty())
+                return fail("proven under TASO's typing, but " + e);
         for (value v : made)
-            if (auto e = outside_taso_model(ng, ng.at(v)); !e.empty()) return fail("proven only in TASO's model, but " + e);
+            if (auto e = violates_typing(ng, ng.at(v), r.needs); !e.empty()) return fail("proven under TASO's typing, but " + e);
     }
 
     // Replacements: src_out[i] -> dst_out[i], shapes must agree.

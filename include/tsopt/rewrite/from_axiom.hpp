@@ -152,7 +152,7 @@ public:
     void add_rule(std::string name, std::vector<spec::pattern_node> src, std::vector<spec::pattern_node> dst,
                   std::vector<spec::value_ref> src_out, std::vector<spec::value_ref> dst_out,
                   std::vector<spec::condition> where = {}, std::string provenance = "hand-written",
-                  proof_model model = proof_model::taso_restricted) {
+                  std::uint8_t model = spec::taso_typing) {
         if (!push(std::move(name), std::move(src), std::move(dst), std::move(src_out), std::move(dst_out), std::move(where),
                   std::move(provenance), model))
             throw error("rule '" + owned_.back()->name + "' is invalid: its source must be operators and its target may use "
@@ -169,11 +169,9 @@ public:
     }
 
 private:
-    // Axioms of the validated set carry their model; an axiom written
-    // elsewhere (a test's) is taken at its word as full-semantics.
-    static proof_model model_of(const spec::axiom& a) {
-        return spec::holds_in_full_semantics(a.name) ? proof_model::full : proof_model::taso_restricted;
-    }
+    // Axioms of the validated set carry the typing they need; an axiom
+    // written elsewhere (a test's) is taken at its word as full-semantics.
+    static std::uint8_t model_of(const spec::axiom& a) { return spec::typing_needed(a.name); }
 
     struct owned {
         std::string name, text, provenance;
@@ -183,7 +181,7 @@ private:
     };
 
     int add_direction(std::string name, const spec::expr& from, const spec::expr& to, const std::vector<spec::condition>& where,
-                      std::string prov, proof_model model) {
+                      std::string prov, std::uint8_t model) {
         if (from.root.is_var) return 0;
         std::vector<spec::pattern_node> s(from.nodes.begin(), from.nodes.begin() + from.size);
         std::vector<spec::pattern_node> d(to.nodes.begin(), to.nodes.begin() + to.size);
@@ -197,7 +195,7 @@ private:
 
     bool push(std::string name, std::vector<spec::pattern_node> src, std::vector<spec::pattern_node> dst,
               std::vector<spec::value_ref> src_out, std::vector<spec::value_ref> dst_out, std::vector<spec::condition> where,
-              std::string prov, proof_model model) {
+              std::string prov, std::uint8_t model) {
         auto o = std::make_unique<owned>();
         o->name = std::move(name);
         o->provenance = std::move(prov);
@@ -243,7 +241,7 @@ private:
         r.num_tensor_vars = static_cast<int>(std::max(st.size(), dt.size()));
         r.num_param_vars = static_cast<int>(std::max(sp.size(), dp.size()));
         r.where = w.where;
-        r.model = model;
+        r.needs = model;
         views_.push_back(r);
         return true;
     }

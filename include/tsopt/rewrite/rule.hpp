@@ -11,15 +11,6 @@
 
 namespace tsopt::rewrite {
 
-// The semantics a rule was proven in. TASO's verification model (and ours,
-// by default) types operators more narrowly than their full semantics:
-// ewadd/ewmul operands of equal shape (no broadcasting), ungrouped conv2d
-// unless the kernel is a constant operator, and 2-D matmul. A few axioms
-// (spec::taso_model_only) are false outside that model, so a rule whose
-// proof may use them is applied only where every node it reads or writes
-// lies inside the model (rewrite/model.hpp checks this).
-enum class proof_model : std::uint8_t { taso_restricted, full };
-
 struct rule {
     std::string_view name;        // stable, human-readable identifier
     std::string_view text;        // S-expression form: "(src) => (dst)"
@@ -37,9 +28,11 @@ struct rule {
     // operators' shape rules do not imply, e.g. "y and z have equal extents"
     // where broadcasting would otherwise accept them). Empty: none.
     std::span<const spec::condition> where{};
-    // Restricted unless shown otherwise: the safe default for generated
-    // tables, whose proofs may use any axiom.
-    proof_model model = proof_model::taso_restricted;
+    // spec::typing restrictions under which the rule was proven: it fires
+    // only where every node it matches or creates satisfies them
+    // (rewrite/model.hpp). All of them unless shown otherwise: the safe
+    // default for generated tables, whose proofs may use any axiom.
+    std::uint8_t needs = spec::taso_typing;
 };
 
 }  // namespace tsopt::rewrite

@@ -146,18 +146,30 @@ inline constexpr std::array all_axioms = [] {
 inline constexpr std::size_t taso_axiom_count = 44;
 
 // Axioms that are true only in TASO's restricted model (see
-// rewrite::proof_model): validated there, and shown false under the full
+// spec::typing): validated there, and shown false under the full
 // semantics (broadcasting ewadd/ewmul, grouped conv, batched matmul) by
 // `verify_axioms --full-semantics`; tests/verify checks this list against
-// that validation so it cannot drift.
-inline constexpr std::array<std::string_view, 8> taso_model_only{
-    "conv-distrib-ewadd-weight", "conv-distrib-ewadd-input", "conv-concat-sum", "conv-concat-weight",
-    "matmul-concat-sum",         "matmul-concat-cols",       "concat-ewadd",    "concat-ewmul"};
+// that validation (bit by bit) so it cannot drift.
+struct restricted_axiom {
+    std::string_view name;
+    std::uint8_t needs;  // spec::typing bits
+};
+inline constexpr std::array<restricted_axiom, 8> taso_model_only{{
+    {"conv-distrib-ewadd-weight", no_broadcast},
+    {"conv-distrib-ewadd-input", no_broadcast},
+    {"conv-concat-sum", ungrouped_conv},
+    {"conv-concat-weight", ungrouped_conv},
+    {"matmul-concat-sum", matmul_2d},
+    {"matmul-concat-cols", matmul_2d},
+    {"concat-ewadd", no_broadcast},
+    {"concat-ewmul", no_broadcast},
+}};
 
-constexpr bool holds_in_full_semantics(std::string_view axiom_name) {
-    for (auto n : taso_model_only)
-        if (n == axiom_name) return false;
-    return true;
+// The typing restrictions an axiom of the set needs (0: full semantics).
+constexpr std::uint8_t typing_needed(std::string_view axiom_name) {
+    for (auto r : taso_model_only)
+        if (r.name == axiom_name) return r.needs;
+    return full_semantics;
 }
 
 constexpr const axiom* find_axiom(std::string_view n) {

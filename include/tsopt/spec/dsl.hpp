@@ -111,6 +111,17 @@ struct op_decl {
     }
 };
 
+// TASO's verification model types some operators more narrowly than their
+// full semantics. Each restriction is one bit; an axiom (and a rule proven
+// from it) that needs a restriction holds only where every node satisfies it.
+enum typing : std::uint8_t {
+    full_semantics = 0,
+    no_broadcast = 1,    // ewadd/ewmul operands of equal shape (unless one is a constant operator)
+    ungrouped_conv = 2,  // conv2d with groups == 1 (unless its kernel is a constant operator)
+    matmul_2d = 4,       // matmul operands of rank 2
+    taso_typing = no_broadcast | ungrouped_conv | matmul_2d,
+};
+
 // ---------------------------------------------------------------------------
 // Patterns: the plain-data form shared by axioms and generated rules. A
 // pattern is a topologically ordered list of operator nodes over tensor
