@@ -191,6 +191,18 @@ TEST_CASE("dnnl time_end_to_end and pick_fastest") {
     CHECK_THROWS_AS(b.pick_fastest(std::span<const graph>{}, in), tsopt::error);
 }
 
+TEST_CASE("dnnl pick_fastest keeps every candidate's plan alive beyond max_plans") {
+    // With room for one plan, compiling the second candidate must not free the
+    // first while pick_fastest still times it (ASan catches a regression).
+    backend::dnnl b({.persist = false, .warmup = 1, .max_plans = 1});
+    std::vector<graph> cands{chain(1, 8, 8), chain(2, 8, 8), chain(3, 8, 8)};
+    auto in = backend::random_inputs(cands[0], 3);
+    auto r = b.pick_fastest(cands, in, 3);
+    REQUIRE(r.ms.size() == 3);
+    CHECK(r.best == 0);
+    CHECK(r.rejected[1]);  // chain(n) differ from each other: rejected, but still run safely
+}
+
 TEST_CASE("dnnl runs every zoo model at a small size like the reference") {
     backend::dnnl b({.persist = false});
     for (const auto& m : zoo::models()) {

@@ -154,7 +154,7 @@ public:
         std::vector<cudnn_impl::device_plan*> plans;
         for (std::size_t c = 0; c < candidates.size(); ++c) {  // every candidate compiled before any runs
             check_inputs(candidates[c], in);
-            plans.push_back(&plan_for(candidates[c], m));
+            plans.push_back(&plan_for(candidates[c], m, candidates.size()));
         }
         return verify_and_time(
             candidates.size(), opt_.warmup, reps, opt_.verify_tolerance, [&](std::size_t c) { return plans[c]->execute(in); },
@@ -229,7 +229,9 @@ private:
 
     // Device plans keyed by the structural hash (which names weights by their
     // address; the plan holds them) with every node's shapes, and the mode.
-    cudnn_impl::device_plan& plan_for(const graph& g, run_mode m) {
+    // `keep`: plans that must stay alive together (pick_fastest holds one per
+    // candidate), so the cache never evicts below that.
+    cudnn_impl::device_plan& plan_for(const graph& g, run_mode m, std::size_t keep = 0) {
         std::uint64_t key = plan_key(g, graph::mix(g.structural_hash(), static_cast<std::uint64_t>(m) + 1));
         if (cudnn_impl::device_plan* p = plans_.find(key)) {
             ++plan_reuses;
@@ -237,7 +239,7 @@ private:
         }
         auto hp = std::shared_ptr<const cudnn_impl::plan>(cudnn_impl::compile_plan(g, is_multi_stream(m), opaque_impls));
         cudnn_impl::device_plan& d =
-            plans_.insert(key, std::make_unique<cudnn_impl::device_plan>(hp, device_settings(uses_graph(m))), opt_.max_plans);
+            plans_.insert(key, std::make_unique<cudnn_impl::device_plan>(hp, device_settings(uses_graph(m))), std::max(opt_.max_plans, keep));
         ++plan_compiles;
         return d;
     }

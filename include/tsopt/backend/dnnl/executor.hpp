@@ -207,7 +207,7 @@ public:
             candidates.size(), opt_.warmup, reps, opt_.verify_tolerance,
             [&](std::size_t c) {  // each candidate is compiled just before its verification run
                 check_inputs(candidates[c], in);
-                plans.push_back(&plan_for(candidates[c]));
+                plans.push_back(&plan_for(candidates[c], candidates.size()));
                 return plans.back()->run(in);
             },
             [&](std::size_t c) { plans[c]->run(in); }, [] {},
@@ -228,13 +228,15 @@ private:
     // Plans are keyed by the structural hash (which names weights by their
     // address; the plan holds them, so an address is not reused meanwhile)
     // together with every node's shapes.
-    dnnl_impl::plan& plan_for(const graph& g) {
+    // `keep`: plans that must stay alive together (pick_fastest holds one per
+    // candidate), so the cache never evicts below that.
+    dnnl_impl::plan& plan_for(const graph& g, std::size_t keep = 0) {
         std::uint64_t key = plan_key(g, g.structural_hash());
         if (dnnl_impl::plan* p = plans_.find(key)) {
             ++plan_reuses;
             return *p;
         }
-        dnnl_impl::plan& p = plans_.insert(key, compile(g), opt_.max_plans);
+        dnnl_impl::plan& p = plans_.insert(key, compile(g), std::max(opt_.max_plans, keep));
         ++plan_compiles;
         return p;
     }
