@@ -26,6 +26,8 @@ enum class op_kind : std::uint8_t {
     cpool, iconv, imatmul, iewmul,
     // Further operators users' models need.
     sigmoid, tanh, batchnorm, reshape, softmax, pad,
+    // Sub-tensor operators of PET's correction kernels (pet/correction.hpp).
+    slice, overwrite,
     count_
 };
 inline constexpr int op_count = static_cast<int>(op_kind::count_);

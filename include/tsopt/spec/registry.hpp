@@ -12,8 +12,10 @@
 #include "tsopt/spec/ops/conv.hpp"
 #include "tsopt/spec/ops/elementwise.hpp"
 #include "tsopt/spec/ops/matmul.hpp"
+#include "tsopt/spec/ops/overwrite.hpp"
 #include "tsopt/spec/ops/pool.hpp"
 #include "tsopt/spec/ops/reshape_transpose.hpp"
+#include "tsopt/spec/ops/slice.hpp"
 #include "tsopt/spec/ops/softmax.hpp"
 
 namespace tsopt::spec {
@@ -22,7 +24,8 @@ inline constexpr std::array<const op_decl*, op_count> operators{
     &ewadd_decl, &ewmul_decl, &smul_decl, &transpose_decl, &matmul_decl, &conv2d_decl, &enlarge_decl,
     &relu_decl, &avgpool_decl, &maxpool_decl, &concat_decl, &split_decl,
     &cpool_decl, &iconv_decl, &imatmul_decl, &iewmul_decl,
-    &sigmoid_decl, &tanh_decl, &batchnorm_decl, &reshape_decl, &softmax_decl, &pad_decl};
+    &sigmoid_decl, &tanh_decl, &batchnorm_decl, &reshape_decl, &softmax_decl, &pad_decl,
+    &slice_decl, &overwrite_decl};
 
 namespace detail {
 consteval bool registry_is_consistent() {
