@@ -14,15 +14,24 @@
 //     evenly) and the results are stitched; then a short whole-graph search
 //     (`cut_expansions`) lets rules that span the cuts apply;
 //  3. relaxed backtracking search (search/backtracking.hpp) per part;
-//  4. the result is validated; if it is not cheaper than the input under the
+//  4. with `pet` on (PET's joint optimization): the rule-optimized graph is
+//     mutated by pet::mutants (partially equivalent transformations whose
+//     non-equivalent regions are recomputed by correction kernels, each
+//     candidate exactly equivalent and re-verified), the cheapest candidates
+//     are searched again with the rules, and the best is kept; repeated while
+//     a round improves and budget remains;
+//  5. the result is validated; if it is not cheaper than the input under the
 //     cost model, the input is returned unchanged.
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tsopt/cost/cost_model.hpp"
+#include "tsopt/pet/optimizer.hpp"
 #include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/preprocess.hpp"
 #include "tsopt/search/backtracking.hpp"
@@ -41,6 +50,11 @@ struct optimize_options {
     std::size_t cut_expansions = 16;       // whole-graph expansions after stitching parts
     bool preprocess = true;
     bool layouts = true;
+    // PET's corrected mutants mixed with the rules (joint optimization).
+    bool pet = false;
+    std::size_t pet_rounds = 2;   // mutate -> re-search rounds while they improve
+    std::size_t pet_seeds = 3;    // cheapest corrected mutants searched further per round
+    pet::options pet_options{};
 };
 
 struct optimize_report {
@@ -48,6 +62,8 @@ struct optimize_report {
     std::size_t parts = 1;
     std::size_t expansions = 0, generated = 0, dedup_hits = 0, rejected = 0, pruned = 0;
     std::map<std::string, int> rule_uses;
+    std::map<std::string, int> pet_uses;  // PET mutation families in the result
+    std::size_t pet_candidates = 0;       // corrected mutants considered
     search::stop_reason stopped = search::stop_reason::saturated;  // the most limiting of the parts'
     bool improved = false;
     std::chrono::duration<double> elapsed{};
@@ -63,6 +79,14 @@ struct optimize_report {
         else {
             os << "rules used:\n";
             for (const auto& [name, n] : rule_uses) os << "  " << n << " x " << name << "\n";
+        }
+        if (pet_candidates > 0) {
+            os << "PET: " << pet_candidates << " corrected mutants considered";
+            if (pet_uses.empty()) os << ", none kept\n";
+            else {
+                os << ", kept:\n";
+                for (const auto& [family, n] : pet_uses) os << "  " << n << " x " << family << "\n";
+            }
         }
     }
 };
@@ -122,47 +146,89 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             .fold_weights(o.preprocess);
     };
 
-    if (g.op_count() <= o.partition_threshold) {
-        auto r = searcher(o.max_expansions, o.budget, o.top_k).run(g, model);
-        detail::merge_report(res.report, r.rep);
-        g = std::move(r.best);
-        res.top_k = std::move(r.top_k);
-    } else {
-        auto parts = search::partition(g, detail::match_capacity(g, rules), {.max_part_ops = o.partition_threshold});
-        std::vector<search::subgraph> subs;
-        std::size_t nparts = 0;
-        for (const auto& p : parts.parts) {
-            std::size_t ops = 0;
-            for (auto v : p) ops += g.nodes[v].kind == node_kind::op || g.nodes[v].kind == node_kind::opaque;
-            if (ops > 0) ++nparts;
-        }
-        res.report.parts = nparts;
-        const std::size_t share = std::max<std::size_t>(1, o.max_expansions / (nparts + 1));
-        const auto time_share = o.budget / static_cast<double>(nparts + 1);
-        std::vector<graph> optimized;
-        subs.reserve(parts.parts.size());
-        optimized.reserve(parts.parts.size());
-        for (const auto& p : parts.parts) {
-            auto sg = search::extract(g, p);
-            if (sg.g.op_count() == 0) continue;
-            auto r = searcher(share, time_share, 0).run(sg.g, model);
+    // Rule search over the whole graph, or per part with stitching.
+    auto rule_search = [&](graph g, std::chrono::duration<double> budget, std::size_t expansions, bool keep_top_k) {
+        const auto started = std::chrono::steady_clock::now();
+        if (g.op_count() <= o.partition_threshold) {
+            auto r = searcher(expansions, budget, keep_top_k ? o.top_k : 0).run(g, model);
             detail::merge_report(res.report, r.rep);
-            if (!(r.rep.cost_after < r.rep.cost_before)) continue;
-            subs.push_back(std::move(sg));
-            optimized.push_back(std::move(r.best));
-        }
-        std::vector<search::replacement> reps;
-        for (std::size_t i = 0; i < subs.size(); ++i) reps.push_back({&subs[i], &optimized[i]});
-        if (!reps.empty()) g = search::stitch(g, reps);
-        // Rules spanning the cuts: a short search over the whole graph.
-        if (o.cut_expansions > 0) {
-            auto left = o.budget - (std::chrono::steady_clock::now() - t0);
-            if (left > decltype(left)::zero()) {
-                auto r = searcher(o.cut_expansions, left, 0).run(g, model);
+            g = std::move(r.best);
+            if (keep_top_k) res.top_k = std::move(r.top_k);
+        } else {
+            auto parts = search::partition(g, detail::match_capacity(g, rules), {.max_part_ops = o.partition_threshold});
+            std::vector<search::subgraph> subs;
+            std::size_t nparts = 0;
+            for (const auto& p : parts.parts) {
+                std::size_t ops = 0;
+                for (auto v : p) ops += g.nodes[v].kind == node_kind::op || g.nodes[v].kind == node_kind::opaque;
+                if (ops > 0) ++nparts;
+            }
+            res.report.parts = nparts;
+            // Each part gets an even share of what is left, so time a part
+            // leaves unused passes on to the next (the +1: the cut search).
+            std::size_t parts_left = nparts + 1, expansions_left = expansions;
+            std::vector<graph> optimized;
+            subs.reserve(parts.parts.size());
+            optimized.reserve(parts.parts.size());
+            for (const auto& p : parts.parts) {
+                auto sg = search::extract(g, p);
+                if (sg.g.op_count() == 0) continue;
+                const auto time_left = budget - (std::chrono::steady_clock::now() - started);
+                const std::size_t share = std::max<std::size_t>(1, expansions_left / parts_left);
+                auto r = searcher(share, time_left / static_cast<double>(parts_left), 0).run(sg.g, model);
+                --parts_left;
+                expansions_left -= std::min(expansions_left, r.rep.expansions);
                 detail::merge_report(res.report, r.rep);
-                g = std::move(r.best);
+                if (!(r.rep.cost_after < r.rep.cost_before)) continue;
+                subs.push_back(std::move(sg));
+                optimized.push_back(std::move(r.best));
+            }
+            std::vector<search::replacement> reps;
+            for (std::size_t i = 0; i < subs.size(); ++i) reps.push_back({&subs[i], &optimized[i]});
+            if (!reps.empty()) g = search::stitch(g, reps);
+            // Rules spanning the cuts: a short search over the whole graph.
+            if (o.cut_expansions > 0) {
+                auto left = budget - (std::chrono::steady_clock::now() - started);
+                if (left > decltype(left)::zero()) {
+                    auto r = searcher(o.cut_expansions, left, 0).run(g, model);
+                    detail::merge_report(res.report, r.rep);
+                    g = std::move(r.best);
+                }
             }
         }
+        return g;
+    };
+
+    auto budget_left = [&] { return o.budget - (std::chrono::steady_clock::now() - t0); };
+    g = rule_search(std::move(g), o.pet ? o.budget / 2 : o.budget, o.max_expansions, true);
+
+    // PET joint optimization: corrected mutants of the current best are
+    // searched again with the rules; each round keeps the cheapest result.
+    for (std::size_t round = 0; o.pet && round < o.pet_rounds && budget_left() > decltype(budget_left())::zero(); ++round) {
+        pet::options po = o.pet_options;
+        po.budget = std::min<std::chrono::duration<double>>(po.budget, budget_left() / 2);
+        auto cands = pet::mutants(g, po);
+        res.report.pet_candidates += cands.size();
+        std::vector<std::pair<double, std::size_t>> by_cost;
+        for (std::size_t i = 0; i < cands.size(); ++i) by_cost.push_back({static_cast<double>(model.graph_cost(cands[i].g)), i});
+        std::sort(by_cost.begin(), by_cost.end());
+        double best = static_cast<double>(model.graph_cost(g));
+        std::optional<std::size_t> kept;
+        graph kept_graph;
+        const std::size_t seeds = std::min(o.pet_seeds, by_cost.size());
+        for (std::size_t s = 0; s < seeds && budget_left() > decltype(budget_left())::zero(); ++s) {
+            const auto share = budget_left() / static_cast<double>(seeds - s);
+            graph h = rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
+            double c = static_cast<double>(model.graph_cost(h));
+            if (c < best) {
+                best = c;
+                kept = by_cost[s].second;
+                kept_graph = std::move(h);
+            }
+        }
+        if (!kept) break;
+        ++res.report.pet_uses[cands[*kept].family];
+        g = std::move(kept_graph);
     }
 
     g.validate();

@@ -139,11 +139,17 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
             std::optional<std::int64_t> at;
             const node& src = ng.at(n.inputs[0]);
             if (src.is_op(spec::op_kind::concat) && src.params[spec::concat_p::axis] == ax) at = extent(ng, src.inputs[0], ax);
-            for (std::size_t k = 0; !at && k < r.src.size(); ++k) {
-                const node& sn = g.nodes[static_cast<std::size_t>(m.nodes[k])];
-                if (sn.is_op(spec::op_kind::split) && sn.inputs[0] == n.inputs[0] && sn.params[spec::split_p::axis] == ax)
-                    at = sn.params[spec::split_p::at];
-            }
+            // Otherwise a matched split along the same axis: of the same tensor,
+            // or of one the rule maps to it through shape-preserving operators
+            // (e.g. split0(relu(x)) == relu(split0(x))), where the extents agree.
+            for (int pass = 0; pass < 2 && !at; ++pass)
+                for (std::size_t k = 0; !at && k < r.src.size(); ++k) {
+                    const node& sn = g.nodes[static_cast<std::size_t>(m.nodes[k])];
+                    if (!sn.is_op(spec::op_kind::split) || sn.params[spec::split_p::axis] != ax) continue;
+                    bool same_input = sn.inputs[0] == n.inputs[0];
+                    bool same_extent = ax < ng.shape_of(n.inputs[0]).rank && ng.shape_of(sn.inputs[0]) == ng.shape_of(n.inputs[0]);
+                    if (pass == 0 ? same_input : same_extent) at = sn.params[spec::split_p::at];
+                }
             if (!at) return fail("target node " + std::to_string(i) + " (split): no concat or split records the split point");
             n.params[spec::split_p::at] = static_cast<std::int32_t>(*at);
         }

@@ -121,6 +121,8 @@ inline constexpr std::array all_axioms = [] {
                    concat(ax0, avgpool(p0, p1, p2, p3, p4, p5, x), avgpool(p0, p1, p2, p3, p4, p5, y)) ==
                        avgpool(p0, p1, p2, p3, p4, p5, concat(ax0, x, y))),
         make_axiom("relu-idempotent", relu(relu(x)) == relu(x)),
+        make_axiom("relu-split0", split0(p0, relu(x)) == relu(split0(p0, x))),
+        make_axiom("relu-split1", split1(p0, relu(x)) == relu(split1(p0, x))),
         make_axiom("concat-split", concat(p0, split0(p0, x), split1(p0, x)) == x),
         make_axiom("transpose-concat-batch",
                    transpose(t021, concat(ax0, x, y)) == concat(ax0, transpose(t021, x), transpose(t021, y))),

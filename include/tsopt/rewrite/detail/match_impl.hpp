@@ -239,20 +239,9 @@ private:
         // A tensor variable must stand for a value computed outside the match.
         for (value v : m_.tensors)
             if (v.node >= 0 && used_[static_cast<std::size_t>(v.node)]) return true;
-        // Values computed inside the match and not replaced must not escape.
-        for (std::size_t k = 0; k < r_.src.size(); ++k) {
-            const node& gn = g_.nodes[static_cast<std::size_t>(m_.nodes[k])];
-            for (int o = 0; o < gn.num_outputs(); ++o) {
-                bool replaced = false;
-                for (auto so : r_.src_out)
-                    if (!so.is_var && static_cast<std::size_t>(so.index) == k && so.output == o) replaced = true;
-                if (replaced) continue;
-                int internal = 0;
-                for (const auto& pc : pcons_[k]) internal += pc.output == o;
-                value gv{m_.nodes[k], o};
-                if (ix_.uses(gv) != internal || ix_.output_uses(gv) > 0) return true;
-            }
-        }
+        // Values computed inside the match may also be read outside it (e.g.
+        // the other half of a split): apply() leaves such nodes in place,
+        // computing what they always did, and drops only what becomes dead.
         // dim_of parameters must equal the extent of the tensor they measure.
         for (std::size_t k = 0; k < r_.src.size(); ++k) {
             const node& gn = g_.nodes[static_cast<std::size_t>(m_.nodes[k])];
