@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include "tsopt/io/onnx/proto.hpp"
@@ -834,11 +835,18 @@ private:
             for (auto d : nd.shapes[0]) sh->add_dim()->set_dim_value(d);
         }
         // libonnx's inference functions trust attributes (a zero stride divides
-        // by zero); nodes with non-positive window attributes are left out, so
-        // their outputs stay unknown and the caller reports them.
+        // by zero, a misspelt kernel_shape reads a missing one); nodes with
+        // non-positive window attributes or attributes their schema does not
+        // declare are left out, so their outputs stay unknown and the caller
+        // reports them.
         auto* nodes = gp->mutable_node();
         for (int i = nodes->size() - 1; i >= 0; --i) {
             bool bad = false;
+            const auto& nd = nodes->Get(i);
+            if (nd.domain().empty() || nd.domain() == "ai.onnx") {
+                const auto* schema = ::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "");
+                for (const auto& at : nd.attribute()) bad = bad || !schema || !schema->attributes().count(at.name());
+            }
             for (const auto& at : nodes->Get(i).attribute()) {
                 static constexpr std::string_view risky[] = {"strides", "dilations", "kernel_shape", "group", "blocksize", "pads"};
                 if (std::find(std::begin(risky), std::end(risky), at.name()) == std::end(risky)) continue;
