@@ -96,11 +96,12 @@ struct verifier::impl {
     std::map<std::tuple<int, int, int>, z3::func_decl> funcs;
     std::vector<z3::expr> axioms;
     unsigned timeout_ms;
+    unsigned rlimit;
     unsigned queries = 0;
 
-    impl(unsigned t)
+    impl(unsigned t, unsigned r)
         : ctx(), T(ctx.uninterpreted_sort("T")), dim(ctx.function("dim", T, ctx.int_sort(), ctx.int_sort())),
-          timeout_ms(t) {}
+          timeout_ms(t), rlimit(r) {}
 
     z3::func_decl fn(op_kind k, int nin, int out) {
         auto key = std::make_tuple(int(k), nin, out);
@@ -207,6 +208,7 @@ struct verifier::impl {
         z3::solver s(ctx);
         z3::params p(ctx);
         p.set("timeout", timeout_ms);
+        if (rlimit > 0) p.set("rlimit", rlimit);
         s.set(p);
         for (auto& ax : axioms) s.add(ax);
         s.add(assumptions);
@@ -217,12 +219,13 @@ struct verifier::impl {
         if (r == z3::sat) return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ"};
         std::string why = s.reason_unknown();
         bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
-                  secs * 1000.0 >= 0.95 * timeout_ms;
+                  why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms;
         return {to ? verdict::timeout : verdict::unproven, secs, "unknown: " + why};
     }
 };
 
-verifier::verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms) : p_(std::make_unique<impl>(timeout_ms)) {
+verifier::verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit)
+    : p_(std::make_unique<impl>(timeout_ms, rlimit)) {
     for (const auto& a : axioms) p_->axioms.push_back(p_->axiom_formula(a));
 }
 verifier::~verifier() = default;

@@ -31,7 +31,10 @@ candidate to_candidate(const spec::equation& eq);
 
 class verifier {  // one per thread: a z3::context is not thread-safe
 public:
-    verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms);
+    // rlimit > 0: each query is also bounded by Z3's deterministic resource
+    // count, so the set of proven rules does not depend on machine load;
+    // timeout_ms then only backstops a query that runs away.
+    verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit = 0);
     ~verifier();
     verifier(verifier&&) noexcept;
     verifier& operator=(verifier&&) noexcept;

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Rule generator benchmark: generation + verification at N (default 4), with
+# per-phase time and peak memory (targets: < 2 min, < 4 GiB on 2 cores).
+#   bench/generator_bench.sh [BUILD_DIR] [N] [extra tsopt-gen options...]
+# e.g. bench/generator_bench.sh build-gen 2 --timeout-ms 1000
+#      bench/generator_bench.sh build-gen 3 --no-verify      (counts only)
+# Defaults: 2 threads. Only proven rules are emitted; the rest are in
+# summary.json (unproven_listing) and unproven_rules.txt.
+set -eu
+build=${1:-build}; n=${2:-4}
+[ $# -ge 2 ] && shift 2 || shift $#
+out=$(mktemp -d)
+/usr/bin/time -v "$build/generator/tsopt-gen" --max-ops "$n" --header "$out/generated_rules.hpp" \
+  --listing "$out/rules.txt" --summary "$out/summary.json" \
+  --unproven "$out/unproven_rules.txt" --threads 2 "$@" 2> "$out/stderr" || true
+grep -v '^\[tsopt-gen\] .*\.\.\.$' "$out/stderr" | grep -E -v '^\s+(Average|Page|Socket|Signal|Swap|File|Exit|Percent|Voluntary|Involuntary|Major|Minor|Command)' || true
+echo "summary: $out/summary.json"

@@ -1,0 +1,349 @@
+// Bucketing by fingerprint, candidate pairs, float confirmation and TASO's
+// pruning (§4): input renaming and common subgraphs (Figure 4).
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <unordered_set>
+
+#include "gen.hpp"
+
+namespace tsopt::gen {
+
+namespace {
+
+// Permutations of the inputs that preserve role and shape.
+std::vector<std::vector<int>> input_renamings(const options& o) {
+    int I = static_cast<int>(o.inputs.size());
+    std::vector<std::vector<int>> groups;
+    std::vector<bool> done(I, false);
+    for (int i = 0; i < I; ++i) {
+        if (done[i]) continue;
+        std::vector<int> g;
+        for (int j = i; j < I; ++j)
+            if (!done[j] && o.inputs[j].r == o.inputs[i].r && o.inputs[j].s == o.inputs[i].s) { g.push_back(j); done[j] = true; }
+        groups.push_back(g);
+    }
+    std::vector<std::vector<int>> out{std::vector<int>(I)};
+    std::iota(out[0].begin(), out[0].end(), 0);
+    for (auto& g : groups) {
+        if (g.size() < 2) continue;
+        std::vector<std::vector<int>> next;
+        auto perm = g;
+        do {
+            for (auto base : out) {
+                for (std::size_t k = 0; k < g.size(); ++k) base[g[k]] = perm[k];
+                next.push_back(base);
+            }
+        } while (std::next_permutation(perm.begin(), perm.end()));
+        out = std::move(next);
+    }
+    return out;
+}
+
+std::uint64_t mix2(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x7f4a7c159e3779b9ull + (a << 6) + (a >> 2));
+    x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 29);
+}
+
+int first_output(const mgraph& g, int op) {
+    for (int t = g.num_inputs; t < static_cast<int>(g.producer.size()); ++t)
+        if (g.producer[t] == op) return t;
+    return -1;
+}
+
+// Matches outputs by value hash; empty when no bijection exists.
+std::vector<int> match_outputs(const mgraph& a, const mgraph& b) {
+    if (a.outputs.size() != b.outputs.size()) return {};
+    std::vector<int> perm(a.outputs.size(), -1);
+    std::vector<bool> used(b.outputs.size(), false);
+    for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+        for (std::size_t j = 0; j < b.outputs.size(); ++j)
+            if (!used[j] && a.hash[a.outputs[i]] == b.hash[b.outputs[j]] &&
+                a.shapes[a.outputs[i]] == b.shapes[b.outputs[j]]) {
+                perm[i] = static_cast<int>(j);
+                used[j] = true;
+                break;
+            }
+        if (perm[i] < 0) return {};
+    }
+    return perm;
+}
+
+// modp evaluation where the operator with structural hash `target` produces
+// fresh random values instead of its result.
+// With o.two_shapes, at both shape configurations (hashes mixed).
+std::vector<std::uint64_t> eval_replacing(const mgraph& g, std::uint64_t target, const options& o, bool second = false) {
+    const auto& inputs = fingerprint_inputs(o, second);
+    std::vector<tensor<modp>> v(inputs.begin(), inputs.end());
+    std::vector<shape> sh;
+    for (auto& x : inputs) sh.push_back(x.shape);
+    v.resize(g.shapes.size());
+    sh.resize(g.shapes.size());
+    int t = g.num_inputs;
+    for (auto& op : g.ops) {
+        const auto& d = spec::decl(op.kind);
+        auto p = second ? params_for_shapes(op, param_values(op.pidx), sh) : param_values(op.pidx);
+        std::array<shape, 2> ins;
+        std::array<const tensor<modp>*, 2> ip{};
+        for (int i = 0; i < op.nin; ++i) { ip[i] = &v[op.in[i]]; ins[i] = sh[op.in[i]]; }
+        auto os = std::span<shape>(sh.data() + t, static_cast<std::size_t>(d.num_outputs));
+        if (!spec::infer_shapes(op.kind, p, std::span<const shape>(ins.data(), op.nin), os).empty())
+            return std::vector<std::uint64_t>(g.outputs.size(), 0xdead);
+        if (g.shash[t] == target) {
+            std::mt19937_64 rng((o.seed ^ 0x5ca1ab1e) + (second ? 1 : 0));
+            for (int j = 0; j < d.num_outputs; ++j) v[t + j] = random_modp(sh[t + j], rng);
+        } else {
+            std::vector<tensor<modp>> res;
+            for (int j = 0; j < d.num_outputs; ++j) res.emplace_back(sh[t + j]);
+            d.eval_modp(p, std::span<const tensor<modp>* const>(ip.data(), op.nin), res);
+            for (int j = 0; j < d.num_outputs; ++j) v[t + j] = std::move(res[j]);
+        }
+        t += d.num_outputs;
+    }
+    std::vector<std::uint64_t> h;
+    for (int x : g.outputs) h.push_back(tensor_hash(v[x]));
+    if (o.two_shapes && !second) {
+        auto h2 = eval_replacing(g, target, o, true);
+        for (std::size_t i = 0; i < h.size(); ++i) h[i] = mix2(h[i], h2[i]);
+    }
+    return h;
+}
+
+}  // namespace
+
+std::uint64_t renaming_key(const pair& p, const options& o) {
+    static std::mutex m;
+    static std::map<std::size_t, std::vector<std::vector<int>>> cache;
+    const std::vector<std::vector<int>>* perms;
+    {
+        std::lock_guard lk(m);
+        auto& c = cache[o.inputs.size() * 1000003u + std::hash<std::string>{}(o.inputs.empty() ? "" : o.inputs[0].name)];
+        if (c.empty()) c = input_renamings(o);
+        perms = &c;
+    }
+    std::uint64_t best = ~0ull;
+    for (auto& pi : *perms) {
+        // Only renamings that touch used inputs matter, but all are cheap.
+        std::uint64_t ka = structural_key(p.a, pi), kb = structural_key(p.b, pi);
+        best = std::min(best, mix2(std::min(ka, kb), std::max(ka, kb)));
+    }
+    return best;
+}
+
+bool decomposes(const pair& p) {
+    if (p.a.outputs.size() < 2) return false;
+    // Operators each output depends on, as bitmasks.
+    auto anc = [](const mgraph& g, int t) {
+        std::uint64_t m = 0;
+        std::vector<int> stack{t};
+        while (!stack.empty()) {
+            int x = stack.back();
+            stack.pop_back();
+            if (x < g.num_inputs) continue;
+            int op = g.producer[x];
+            if (m >> op & 1) continue;
+            m |= 1ull << op;
+            for (int i = 0; i < g.ops[op].nin; ++i) stack.push_back(g.ops[op].in[i]);
+        }
+        return m;
+    };
+    std::size_t n = p.a.outputs.size();
+    // Try every split of the outputs into two non-empty groups.
+    for (std::uint32_t s = 1; s + 1 < (1u << n); ++s) {
+        std::uint64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            auto ma = anc(p.a, p.a.outputs[i]), mb = anc(p.b, p.b.outputs[static_cast<std::size_t>(p.perm[i])]);
+            if (s >> i & 1) { a0 |= ma; b0 |= mb; } else { a1 |= ma; b1 |= mb; }
+        }
+        if (!(a0 & a1) && !(b0 & b1)) return true;
+    }
+    return false;
+}
+
+bool common_subgraph_at_inputs(const pair& p, const options& o) {
+    std::unordered_set<std::uint64_t> in_b;
+    for (int t = p.b.num_inputs; t < static_cast<int>(p.b.shash.size()); ++t)
+        if (p.b.out_index[t] == 0) in_b.insert(p.b.shash[t]);
+    for (int t = p.a.num_inputs; t < static_cast<int>(p.a.shash.size()); ++t) {
+        if (p.a.out_index[t] != 0 || !in_b.count(p.a.shash[t])) continue;
+        // The shared subgraph ending at t: the pair stays equivalent when it is
+        // replaced by a fresh input, so the smaller pair implies this one.
+        auto ha = eval_replacing(p.a, p.a.shash[t], o);
+        auto hb = eval_replacing(p.b, p.a.shash[t], o);
+        bool eq = true;
+        for (std::size_t i = 0; i < ha.size() && eq; ++i) eq = ha[i] == hb[static_cast<std::size_t>(p.perm[i])];
+        if (eq) return true;
+    }
+    return false;
+}
+
+bool common_subgraph_at_outputs(const pair& p) {
+    const mgraph &a = p.a, &b = p.b;
+    auto out_pos = [](const mgraph& g, int t) {
+        for (std::size_t i = 0; i < g.outputs.size(); ++i)
+            if (g.outputs[i] == t) return static_cast<int>(i);
+        return -1;
+    };
+    for (std::size_t n1 = 0; n1 < a.ops.size(); ++n1) {
+        const gop& o1 = a.ops[n1];
+        int f1 = first_output(a, static_cast<int>(n1));
+        int nout = spec::decl(o1.kind).num_outputs;
+        bool all_out = true;
+        for (int j = 0; j < nout; ++j) all_out &= out_pos(a, f1 + j) >= 0;
+        if (!all_out) continue;
+        for (std::size_t n2 = 0; n2 < b.ops.size(); ++n2) {
+            const gop& o2 = b.ops[n2];
+            if (o2.kind != o1.kind || o2.pidx != o1.pidx || o2.nin != o1.nin) continue;
+            int f2 = first_output(b, static_cast<int>(n2));
+            bool ok = true;
+            for (int j = 0; j < nout && ok; ++j) {
+                int pa = out_pos(a, f1 + j), pb = out_pos(b, f2 + j);
+                ok = pb >= 0 && p.perm[static_cast<std::size_t>(pa)] == pb;
+            }
+            for (int i = 0; i < o1.nin && ok; ++i) {
+                int t1 = o1.in[i], t2 = o2.in[i];
+                ok = a.hash[t1] == b.hash[t2] && a.shapes[t1] == b.shapes[t2] &&
+                     (t1 < a.num_inputs || a.uses[t1] == 1) && (t2 < b.num_inputs || b.uses[t2] == 1);
+            }
+            if (ok) return true;
+        }
+    }
+    return false;
+}
+
+std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
+                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress) {
+    st.graphs = e.graphs.size();
+    st.dfs_nodes = e.dfs_nodes;
+    std::vector<std::uint32_t> idx(e.graphs.size());
+    std::iota(idx.begin(), idx.end(), 0u);
+    std::sort(idx.begin(), idx.end(), [&](auto x, auto y) {
+        return e.graphs[x].fp != e.graphs[y].fp ? e.graphs[x].fp < e.graphs[y].fp : x < y;
+    });
+    std::vector<std::pair<std::size_t, std::size_t>> buckets;
+    for (std::size_t i = 0; i < idx.size();) {
+        std::size_t j = i;
+        while (j < idx.size() && e.graphs[idx[j]].fp == e.graphs[idx[i]].fp) ++j;
+        ++st.fingerprints;
+        if (j - i > 1) buckets.emplace_back(i, j);
+        i = j;
+    }
+    st.buckets = buckets.size();
+
+    // Float test inputs for confirmation.
+    std::vector<std::vector<tensor<float>>> tests;
+    {
+        std::mt19937_64 rng(o.seed + 17);
+        for (int k = 0; k < o.float_tests; ++k) {
+            std::vector<tensor<float>> in;
+            for (auto& d : o.inputs) in.push_back(random_float(d.s, rng));
+            tests.push_back(std::move(in));
+        }
+    }
+
+    std::vector<std::vector<pair>> per_bucket(buckets.size());
+    std::atomic<std::size_t> next{0}, done{0};
+    std::atomic<std::uint64_t> n_cand{0}, n_conf{0}, n_dec{0}, n_ci{0}, n_co{0};
+    unsigned nt = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    std::exception_ptr failure;
+    std::mutex fm;
+    auto work = [&] {
+        try {
+            for (std::size_t bi; (bi = next.fetch_add(1)) < buckets.size(); done.fetch_add(1)) {
+                auto [lo, hi] = buckets[bi];
+                // Graphs ordered by structure, not by record index: the record
+                // order depends on thread scheduling, and the pair kept by the
+                // renaming step (hence the emitted rule text) must not.
+                std::vector<std::pair<std::uint64_t, mgraph>> keyed;
+                std::unordered_set<std::uint64_t> seen;
+                for (std::size_t k = lo; k < hi; ++k) {
+                    auto g = materialize(e, e.graphs[idx[k]], o);
+                    auto key = structural_key(g);
+                    if (seen.insert(key).second) keyed.emplace_back(key, std::move(g));
+                }
+                if (keyed.size() < 2) continue;
+                std::sort(keyed.begin(), keyed.end(), [](auto& x, auto& y) { return x.first < y.first; });
+                std::vector<mgraph> gs;
+                gs.reserve(keyed.size());
+                for (auto& kg : keyed) gs.push_back(std::move(kg.second));
+                // Graphs whose outputs are computed by disjoint operators: a pair
+                // of two such graphs always decomposes, so it is never formed.
+                std::vector<char> split_graph(gs.size());
+                for (std::size_t i = 0; i < gs.size(); ++i) {
+                    std::vector<int> id(gs[i].outputs.size());
+                    std::iota(id.begin(), id.end(), 0);
+                    split_graph[i] = decomposes(pair{gs[i], gs[i], id});
+                }
+                std::vector<std::vector<std::vector<tensor<float>>>> fvals(gs.size());
+                auto float_vals = [&](std::size_t i) -> auto& {
+                    if (fvals[i].empty())
+                        for (auto& t : tests) fvals[i].push_back(eval_float(gs[i], t));
+                    return fvals[i];
+                };
+                for (std::size_t i = 0; i < gs.size(); ++i)
+                    for (std::size_t j = i + 1; j < gs.size(); ++j) {
+                        if (split_graph[i] && split_graph[j]) continue;
+                        auto perm = match_outputs(gs[i], gs[j]);
+                        if (perm.empty()) continue;
+                        n_cand.fetch_add(1, std::memory_order_relaxed);
+                        auto &fa = float_vals(i), &fb = float_vals(j);
+                        bool ok = true;
+                        for (std::size_t t = 0; t < tests.size() && ok; ++t)
+                            for (std::size_t q = 0; q < perm.size() && ok; ++q)
+                                ok = relative_error(fa[t][gs[i].outputs[q]], fb[t][gs[j].outputs[perm[q]]]) <= o.tolerance;
+                        if (!ok) continue;
+                        n_conf.fetch_add(1, std::memory_order_relaxed);
+                        pair p{gs[i], gs[j], perm};
+                        // Local pruning here keeps memory bounded; the global
+                        // renaming step follows.
+                        if (decomposes(p)) continue;
+                        n_dec.fetch_add(1, std::memory_order_relaxed);
+                        if (common_subgraph_at_inputs(p, o)) continue;
+                        n_ci.fetch_add(1, std::memory_order_relaxed);
+                        if (common_subgraph_at_outputs(p)) continue;
+                        n_co.fetch_add(1, std::memory_order_relaxed);
+                        per_bucket[bi].push_back(std::move(p));
+                    }
+            }
+        } catch (...) {
+            std::lock_guard lk(fm);
+            failure = std::current_exception();
+            next = buckets.size();
+        }
+    };
+    {
+        std::vector<std::jthread> ts;
+        for (unsigned i = 0; i < nt; ++i) ts.emplace_back(work);
+        if (progress)
+            while (done.load() < buckets.size()) {
+                progress("confirm", done.load(), buckets.size());
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+    }
+    if (failure) std::rethrow_exception(failure);
+    st.candidates = n_cand;
+    st.confirmed = n_conf;
+
+    st.after_decomposition = n_dec;
+    st.after_common_inputs = n_ci;
+    st.after_common_outputs = n_co;
+    // Renaming: global, in a deterministic order (buckets sorted by fingerprint).
+    if (progress) progress("rename", 0, 1);
+    std::vector<pair> ps;
+    std::unordered_set<std::uint64_t> renamed;
+    for (auto& b : per_bucket) {
+        for (auto& p : b)
+            if (renamed.insert(renaming_key(p, o)).second) ps.push_back(std::move(p));
+        std::vector<pair>().swap(b);
+    }
+    st.after_renaming = ps.size();
+    std::erase_if(ps, [](const pair& p) { return (p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars); });
+    st.with_direction = ps.size();
+    if (progress) progress("rename", 1, 1);
+    return ps;
+}
+
+}  // namespace tsopt::gen

@@ -1,0 +1,314 @@
+// The generator pipeline with progress, per-phase time and memory, and the
+// summary (text and JSON).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "gen.hpp"
+#include "tsopt/spec/axioms.hpp"
+#ifdef TSOPT_GEN_HAVE_VERIFIER
+#include "verify/verifier.hpp"
+#endif
+
+namespace tsopt::gen {
+
+bool verifier_available() {
+#ifdef TSOPT_GEN_HAVE_VERIFIER
+    return true;
+#else
+    return false;
+#endif
+}
+
+namespace {
+
+std::uint64_t vm_hwm_kib() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+    return 0;
+}
+void reset_peak() {
+    // Linux >= 4.0: "5" resets the peak resident set size (VmHWM).
+    std::ofstream f("/proc/self/clear_refs");
+    if (f) f << "5";
+}
+
+class reporter {
+public:
+    explicit reporter(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
+    void begin(const std::string& phase) {
+        std::lock_guard lk(m_);
+        phase_ = phase;
+        start_ = std::chrono::steady_clock::now();
+        last_pct_ = -1;
+        reset_peak();
+        if (!quiet_ && !tty_) std::fprintf(stderr, "[tsopt-gen] %s ...\n", phase.c_str());
+    }
+    void update(const std::string& what, std::uint64_t done, std::uint64_t total) {
+        if (quiet_) return;
+        std::lock_guard lk(m_);
+        double s = seconds();
+        if (tty_) {
+            std::fprintf(stderr, "\r\033[K[tsopt-gen] %-9s %s %llu/%llu  %.1fs", phase_.c_str(), what.c_str(),
+                         static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), s);
+            std::fflush(stderr);
+        } else if (total) {
+            int pct = static_cast<int>(100 * done / total) / 25 * 25;
+            if (pct != last_pct_ && pct < 100) {
+                last_pct_ = pct;
+                std::fprintf(stderr, "[tsopt-gen] %s: %s %llu/%llu (%.1fs)\n", phase_.c_str(), what.c_str(),
+                             static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), s);
+            }
+        }
+    }
+    phase_stat end(const std::string& result) {
+        std::lock_guard lk(m_);
+        phase_stat p{phase_, seconds(), vm_hwm_kib()};
+        if (!quiet_) {
+            if (tty_) std::fprintf(stderr, "\r\033[K");
+            std::fprintf(stderr, "[tsopt-gen] %s: %s (%.2fs, peak %.1f MiB)\n", phase_.c_str(), result.c_str(), p.seconds,
+                         p.peak_kib / 1024.0);
+        }
+        return p;
+    }
+
+private:
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+    bool quiet_, tty_;
+    std::mutex m_;
+    std::string phase_;
+    std::chrono::steady_clock::time_point start_;
+    int last_pct_ = -1;
+};
+
+std::string json_escape(std::string_view s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) { o += ' '; continue; }
+        o += c;
+    }
+    return o;
+}
+
+void write_file(const std::string& path, const std::string& content) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw error("cannot write '" + path + "'");
+    f << content;
+    if (!f.flush()) throw error("error writing '" + path + "'");
+}
+
+struct oriented {
+    const mgraph *src, *dst;
+    std::vector<int> perm, inv;
+};
+oriented orient(const pair& p) {
+    // The larger graph is the source; ties broken by structure so the choice is stable.
+    bool swap = p.b.ops.size() > p.a.ops.size() ||
+                (p.b.ops.size() == p.a.ops.size() && structural_key(p.b) < structural_key(p.a));
+    oriented o;
+    std::vector<int> inv(p.perm.size());
+    for (std::size_t i = 0; i < p.perm.size(); ++i) inv[static_cast<std::size_t>(p.perm[i])] = static_cast<int>(i);
+    if (swap) { o.src = &p.b; o.dst = &p.a; o.perm = inv; o.inv = p.perm; }
+    else { o.src = &p.a; o.dst = &p.b; o.perm = p.perm; o.inv = inv; }
+    return o;
+}
+
+}  // namespace
+
+std::string run_result::summary_text() const {
+    std::ostringstream s;
+    s << "graphs enumerated: " << st.graphs << " (DFS nodes " << st.dfs_nodes << ")\n"
+      << "fingerprints: " << st.fingerprints << ", buckets with 2+ graphs: " << st.buckets << "\n"
+      << "candidate pairs: " << st.candidates << ", confirmed on float tests: " << st.confirmed << "\n"
+      << "after decomposition pruning (independent outputs): " << st.after_decomposition << "\n"
+      << "after common-subgraph (inputs) pruning: " << st.after_common_inputs << "\n"
+      << "after common-subgraph (outputs) pruning: " << st.after_common_outputs << "\n"
+      << "after input-renaming pruning: " << st.after_renaming << "\n"
+      << "with a valid rule direction: " << st.with_direction << "\n";
+    if (verified)
+        s << "verified: " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
+          << " not attempted (budget); slowest proof " << max_proof_seconds << " s, " << near_limit
+          << " proofs over half the limit\n";
+    else
+        s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
+    s << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
+      << "candidates not proven (listed, never emitted): " << not_proven.size() << "\n";
+    for (auto& p : phases)
+        s << "phase " << p.name << ": " << std::to_string(p.seconds).substr(0, std::to_string(p.seconds).find('.') + 3)
+          << " s, peak " << p.peak_kib / 1024 << " MiB\n";
+    return s.str();
+}
+
+std::string run_result::summary_json() const {
+    std::ostringstream s;
+    s << "{\n  \"spec_hash\": \"" << spec_hash << "\",\n"
+      << "  \"graphs\": " << st.graphs << ",\n  \"dfs_nodes\": " << st.dfs_nodes << ",\n"
+      << "  \"fingerprints\": " << st.fingerprints << ",\n  \"buckets\": " << st.buckets << ",\n"
+      << "  \"candidates\": " << st.candidates << ",\n  \"confirmed\": " << st.confirmed << ",\n"
+      << "  \"after_renaming\": " << st.after_renaming << ",\n  \"after_common_inputs\": " << st.after_common_inputs << ",\n"
+      << "  \"after_common_outputs\": " << st.after_common_outputs << ",\n  \"with_direction\": " << st.with_direction << ",\n"
+      << "  \"verified\": " << (verified ? "true" : "false") << ",\n"
+      << "  \"proven\": " << proven << ",\n  \"unproven\": " << unproven << ",\n  \"timeouts\": " << timeouts << ",\n"
+      << "  \"not_verified\": " << skipped << ",\n"
+      << "  \"rejected\": " << unproven + timeouts + skipped << ",\n"
+      << "  \"max_proof_seconds\": " << max_proof_seconds << ",\n"
+      << "  \"proofs_near_limit\": " << near_limit << ",\n"
+      << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
+    for (std::size_t i = 0; i < phases.size(); ++i)
+        s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
+          << ", \"peak_mib\": " << phases[i].peak_kib / 1024.0 << "}";
+    s << "\n  ],\n  \"unproven_listing\": [";
+    for (std::size_t i = 0; i < unproven_listing.size(); ++i)
+        s << (i ? "," : "") << "\n    \"" << json_escape(unproven_listing[i]) << "\"";
+    s << "\n  ]\n}\n";
+    return s.str();
+}
+
+run_result run(const run_config& c) {
+    run_result r;
+    r.spec_hash = spec_hash();
+    reporter rep(c.quiet);
+
+    rep.begin("enumerate");
+    auto e = enumerate(c.o, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
+        rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t);
+    });
+    r.phases.push_back(rep.end(std::to_string(e.graphs.size()) + " graphs"));
+
+    rep.begin("confirm+prune");
+    auto ps = candidates(e, c.o, r.st, [&](const char* w, std::uint64_t d, std::uint64_t t) { rep.update(w, d, t); });
+    e = enumeration{};  // release the graph store
+    r.phases.push_back(rep.end(std::to_string(r.st.candidates) + " candidates, " + std::to_string(ps.size()) + " kept"));
+
+    // Orientation and patterns of each surviving pair.
+    std::vector<rule_patterns> fws(ps.size()), bws(ps.size());
+    std::vector<char> fw_ok(ps.size()), bw_ok(ps.size());
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        auto o = orient(ps[i]);
+        fws[i] = to_patterns(*o.src, *o.dst, o.perm, c.o);
+        bws[i] = to_patterns(*o.dst, *o.src, o.inv, c.o);
+        fw_ok[i] = !o.src->ops.empty() && (o.dst->vars & ~o.src->vars) == 0;
+        bw_ok[i] = !o.dst->ops.empty() && (o.src->vars & ~o.dst->vars) == 0;
+    }
+
+    // 0 proven, 1 unproven (sat / gave up), 2 timeout, 3 not verified (--no-verify, budget)
+    std::vector<int> status(ps.size(), 3);
+    std::vector<std::string> details(ps.size());
+    r.verified = c.verify && verifier_available();
+    if (r.verified) {
+#ifdef TSOPT_GEN_HAVE_VERIFIER
+        rep.begin("verify");
+        unsigned nt = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
+        // Smallest candidates first: under a budget, the cheap proofs are not lost.
+        std::vector<std::size_t> order(ps.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) {
+            return ps[x].a.ops.size() + ps[x].b.ops.size() < ps[y].a.ops.size() + ps[y].b.ops.size();
+        });
+        std::atomic<std::size_t> next{0}, done{0};
+        std::atomic<std::uint64_t> n_proven{0}, n_to{0};
+        std::vector<double> secs(ps.size(), 0);
+        auto t0 = std::chrono::steady_clock::now();
+        auto over_budget = [&] {
+            return c.budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s;
+        };
+        std::exception_ptr failure;
+        std::mutex fm;
+        {
+            std::vector<std::jthread> ts;
+            for (unsigned t = 0; t < nt; ++t)
+                ts.emplace_back([&] {
+                    try {
+                        verifier v(std::span<const spec::axiom>(spec::all_axioms), c.timeout_ms, c.rlimit);
+                        for (std::size_t k; (k = next.fetch_add(1)) < ps.size(); done.fetch_add(1)) {
+                            if (over_budget()) continue;  // stays "not verified"
+                            std::size_t i = order[k];
+                            const auto& p = fw_ok[i] ? fws[i] : bws[i];
+                            candidate cand{p.src, p.dst, p.src_out, p.dst_out};
+                            auto res = v.prove(cand);
+                            status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
+                            details[i] = res.detail;
+                            secs[i] = res.seconds;
+                            (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
+                        }
+                    } catch (...) {
+                        std::lock_guard lk(fm);
+                        failure = std::current_exception();
+                        next = ps.size();
+                    }
+                });
+            while (done.load() < ps.size() && !failure) {
+                rep.update("candidates (" + std::to_string(n_proven.load()) + " proven, " + std::to_string(n_to.load()) +
+                               " not)",
+                           done.load(), ps.size());
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+        }
+        if (failure) std::rethrow_exception(failure);
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+            auto s = status[i];
+            (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;
+            if (s == 0) r.max_proof_seconds = std::max(r.max_proof_seconds, secs[i]);
+            if (s == 0 && secs[i] * 1000.0 > 0.5 * c.timeout_ms) ++r.near_limit;
+        }
+        r.phases.push_back(rep.end(std::to_string(r.proven) + " proven, " + std::to_string(r.unproven) + " unproven, " +
+                                   std::to_string(r.timeouts) + " timed out, " + std::to_string(r.skipped) +
+                                   " not attempted (budget)"));
+#endif
+    } else
+        r.skipped = ps.size();
+
+    rep.begin("emit");
+    std::string prov = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) + "), proven by Z3 against " +
+                       std::to_string(spec::all_axioms.size()) + " axioms, spec " + r.spec_hash;
+    std::string unprov = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) +
+                         "), NOT PROVEN (confirmed on random inputs only; never applied), spec " + r.spec_hash;
+    static const char* verdicts[] = {"proven", "unproven", "timeout", "not-verified"};
+    std::set<std::string> texts, texts_np;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        bool ok = status[i] == 0;
+        auto named = name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], ok ? prov : unprov, ok);
+        if (!ok) {
+            // Listed for inspection only (JSON, --unproven file); never in the header or rules.txt.
+            for (auto& er : named)
+                if (texts_np.insert(er.r.text).second) {
+                    r.unproven_listing.push_back(std::string(verdicts[status[i]]) + ": " + io::format_rule_line(er.r) +
+                                                 (details[i].empty() ? "" : "  (" + details[i] + ")"));
+                    r.not_proven.push_back(std::move(er));
+                }
+            continue;
+        }
+        // A rule already emitted from another pair (same text) is not repeated.
+        for (auto& er : named)
+            if (texts.insert(er.r.text).second) r.rules.push_back(std::move(er));
+    }
+    std::sort(r.rules.begin(), r.rules.end(), [](auto& x, auto& y) { return x.r.name < y.r.name; });
+    std::sort(r.unproven_listing.begin(), r.unproven_listing.end());
+    for (std::size_t i = 1; i < r.rules.size(); ++i)
+        if (r.rules[i].r.name == r.rules[i - 1].r.name)
+            throw error("generator: two rules named " + r.rules[i].r.name + ":\n  " + r.rules[i - 1].r.text + "\n  " + r.rules[i].r.text);
+    std::uint64_t np = r.unproven + r.timeouts + r.skipped;
+    std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) +
+                       " rules, all proven with Z3 (" + std::to_string(spec::all_axioms.size()) + " axioms, " +
+                       std::to_string(c.timeout_ms) + " ms per query); " + std::to_string(np) +
+                       " candidates not proven were left out" + (r.verified ? "" : " (verification was off)");
+    if (!c.listing_out.empty()) write_file(c.listing_out, render_listing(r.rules, r.spec_hash, head));
+    if (!c.header_out.empty()) write_file(c.header_out, render_header(r.rules, r.spec_hash, head, np, r.verified));
+    if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));
+    r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven.size()) + " not proven (not emitted)"));
+    if (!c.summary_out.empty()) write_file(c.summary_out, r.summary_json());
+    return r;
+}
+
+}  // namespace tsopt::gen

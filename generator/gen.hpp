@@ -1,0 +1,250 @@
+#pragma once
+// The rule generator's data model (TASO's Algorithm 1): enumerated graphs over
+// a fixed set of small concrete input tensors, their fingerprints, candidate
+// pairs and the pruning/confirmation steps. See docs/generator.md.
+//
+// Everything here reads the operator declarations (spec::operators): the set
+// of operators, their parameter domains, shape rules and semantics. The only
+// generator-specific knowledge is the *typing discipline* (which operator may
+// take which role of tensor, see `role`) that keeps enumeration to graphs a
+// DL model could contain.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tsopt/core/shape.hpp"
+#include "tsopt/core/tensor.hpp"
+#include "tsopt/spec/registry.hpp"
+
+namespace tsopt::gen {
+
+// What a tensor stands for in a model; binary element-wise operators need
+// equal roles and shapes, conv2d takes (act, weight), matmul (matrix, matrix).
+enum class role : std::uint8_t { act, weight, matrix, scalar };
+
+struct input_decl {
+    std::string name;
+    shape s;
+    role r;
+};
+// x, y: activations; w, v: 3x3 kernels; u: a 1x1 kernel; a, b, c: matrices;
+// s: a scalar. Shapes are small so one operator evaluates in microseconds.
+std::vector<input_decl> default_inputs();
+
+// The second shape configuration every graph is also fingerprinted on: the
+// same inputs with different extents (per role and axis an injective shift,
+// so extents equal in the first configuration stay equal and graphs keep
+// type-checking): activations [n, c-1, h+1, w+1], kernels
+// [co-1, ci-1, k+2, k+2], matrices [r+1, c+1], scalars unchanged. Equalities
+// that only hold at one set of extents (pad=same vs valid on 1x1 kernels,
+// stride orders that coincide on small maps) get different fingerprints.
+std::vector<input_decl> second_shapes(std::span<const input_decl> in);
+
+inline constexpr std::uint8_t no_tensor = 0xff;
+inline constexpr int max_graph_ops = 6;
+
+// One operator of an enumerated graph, compact (graphs are stored by the
+// million). Tensor ids: inputs 0..I-1, then each operator's outputs in order.
+// Parameters are interned (`param_table`). Ties record which tensor extent a
+// derived parameter equals (split point, enlarge size, constant extents):
+//   split   at = dim(tie0, tie_dim0)
+//   enlarge kh = dim(tie0, 2), kw = dim(tie0, 3)
+//   cpool   c = dim(tie0, 1)
+//   iconv   co = ci = dim(tie0, 1), k = dim(tie1, 2) (tie1 == no_tensor: constant)
+//   imatmul n = dim(tie0, tie_dim0)
+//   iewmul  d_i = dim(tie0, i)
+struct gop {
+    spec::op_kind kind{};
+    std::uint8_t nin = 0;
+    std::array<std::uint8_t, 2> in{no_tensor, no_tensor};
+    std::uint16_t pidx = 0;
+    std::array<std::uint8_t, 2> tie{no_tensor, no_tensor};
+    std::array<std::uint8_t, 2> tie_dim{0, 0};
+};
+
+// Interned concrete parameter sets (thread-safe; ids are stable).
+const spec::op_params& param_values(std::uint16_t id);
+std::uint16_t intern_params(const spec::op_params& p);
+
+// A stored graph: operators in a flat pool, plus the fingerprint.
+struct graph_rec {
+    std::uint64_t fp = 0;
+    std::uint32_t off = 0;      // into the owning pool
+    std::uint8_t nops = 0;
+    std::uint8_t pool = 0;      // which thread's pool
+    std::uint16_t trivial = 0;  // nops == 0: bitmask of inputs that are the outputs
+};
+
+struct options {
+    int max_ops = 4;
+    int max_outputs = 2;
+    unsigned threads = 0;  // 0: hardware concurrency
+    std::vector<spec::op_kind> ops;  // operators to enumerate (default: every `generated` one)
+    std::uint64_t seed = 0x7a50;
+    int float_tests = 3;
+    double tolerance = 1e-3;
+    std::vector<input_decl> inputs = default_inputs();
+    // Fingerprint (and check common-subgraph pruning) on second_shapes(inputs)
+    // too; graphs that do not type-check there are not enumerated.
+    bool two_shapes = true;
+};
+
+// An operator's concrete parameters for other tensor shapes: derived
+// parameters (split point, enlarge size, constant extents) follow their ties.
+spec::op_params params_for_shapes(const gop& op, const spec::op_params& p, std::span<const shape> shapes);
+
+// A graph rebuilt from its record: shapes, roles, consumers, outputs, and
+// per-tensor modp hashes (one fixed random input set).
+struct mgraph {
+    std::vector<gop> ops;
+    std::vector<shape> shapes;          // per tensor id
+    std::vector<int> producer;          // op index, -1 for inputs
+    std::vector<int> out_index;         // which output of its producer
+    std::vector<int> uses;              // consumer count
+    std::vector<std::uint64_t> hash;    // modp value hash per tensor (both shape configurations)
+    std::vector<std::uint64_t> shash;   // structural hash per tensor
+    std::vector<int> outputs;           // tensor ids, graph outputs
+    std::uint32_t vars = 0;             // bitmask of inputs the graph reads
+    int num_inputs = 0;
+};
+
+struct enumeration {
+    std::vector<std::vector<gop>> pools;  // one per thread
+    std::vector<graph_rec> graphs;
+    std::uint64_t dfs_nodes = 0;
+};
+
+using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total, std::uint64_t graphs)>;
+
+// Phase 1+2: depth-first enumeration with incremental modp evaluation and
+// fingerprinting, in parallel over the first-level choices.
+enumeration enumerate(const options& o, const progress_fn& progress = {});
+
+// Rebuilds a record (modp hashes from the fingerprint input set).
+mgraph materialize(const enumeration& e, const graph_rec& g, const options& o);
+mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o);
+
+// Fixed random inputs shared by enumeration and materialization (`second`:
+// at the second shape configuration).
+const std::vector<tensor<modp>>& fingerprint_inputs(const options& o, bool second = false);
+
+// Value hash of one tensor, and the order-independent fingerprint of a set.
+std::uint64_t tensor_hash(const tensor<modp>& t);
+std::uint64_t fingerprint(std::span<const std::uint64_t> output_hashes);
+
+// Structural identity of a graph (independent of operator order), under an
+// optional renaming of the inputs.
+std::uint64_t structural_key(const mgraph& g, std::span<const int> rename = {});
+
+// Evaluates a graph on float inputs; returns every tensor.
+std::vector<tensor<float>> eval_float(const mgraph& g, std::span<const tensor<float>> inputs);
+std::vector<tensor<modp>> eval_modp(const mgraph& g, std::span<const tensor<modp>> inputs);
+
+// An equivalent pair with the output correspondence (a.outputs[i] ~ b.outputs[perm[i]]).
+struct pair {
+    mgraph a, b;
+    std::vector<int> perm;
+};
+
+struct pipeline_stats {
+    std::uint64_t graphs = 0, dfs_nodes = 0, fingerprints = 0, buckets = 0, candidates = 0, confirmed = 0,
+                  after_renaming = 0, after_decomposition = 0, after_common_inputs = 0, after_common_outputs = 0, with_direction = 0;
+};
+
+// Phase 3+4: bucket, pair, confirm in floats, prune. Returns the survivors.
+std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
+                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {});
+
+// Individual pruning predicates (exposed for tests).
+bool common_subgraph_at_inputs(const pair& p, const options& o);
+bool common_subgraph_at_outputs(const pair& p);
+// Multi-output pairs whose outputs split into groups computed by disjoint
+// operators in both graphs: implied by the smaller pairs of each group.
+bool decomposes(const pair& p);
+std::uint64_t renaming_key(const pair& p, const options& o);
+
+// Readable form of a graph (debugging, tests).
+std::string describe(const mgraph& g, const options& o);
+
+}  // namespace tsopt::gen
+
+namespace tsopt::gen {
+
+// Patterns of the rule `src => dst` (tensor variables shared by both sides;
+// derived parameters as dim_of terms).
+struct rule_patterns {
+    std::vector<spec::pattern_node> src, dst;
+    std::vector<spec::value_ref> src_out, dst_out;
+};
+rule_patterns to_patterns(const mgraph& src, const mgraph& dst, std::span<const int> perm, const options& o);
+
+}  // namespace tsopt::gen
+
+#include "tsopt/io/rule_listing.hpp"
+
+namespace tsopt::gen {
+
+// Hash of what rules are proven against: every operator declaration
+// (name, arity, parameters and their domains, class, flags) and every axiom.
+std::string spec_hash();
+
+// A rule ready to emit: canonical (parsed back from its listing text).
+struct emitted_rule {
+    io::listed_rule r;
+    std::string provenance;
+    bool proven = false;  // Z3 proved it; only such rules enter the header
+};
+
+// Turns an equivalent pair into one or two named rules (`-rev` for the
+// reverse direction where its target variables are bound by its source).
+std::vector<emitted_rule> name_rules(const rule_patterns& forward, const rule_patterns& backward,
+                                     bool forward_ok, bool backward_ok, const std::string& provenance, bool proven = false);
+
+// The listing of proven rules (rules.txt).
+std::string render_listing(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary);
+// Candidates that are NOT proven (verification off, failed or timed out), for
+// inspection only: every rule line is commented out ("# NOT PROVEN: ..."), so
+// a listing loader reads no rule from it.
+std::string render_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary);
+// The constexpr header. Throws when a rule is not proven: tsopt::rules::generated()
+// only ever returns Z3-proven rules. `unproven` is recorded as a count.
+std::string render_header(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
+                          std::uint64_t unproven = 0, bool verified = true);
+
+// The whole pipeline (tsopt-gen's body).
+struct run_config {
+    options o;
+    bool verify = true;
+    unsigned timeout_ms = 500;       // Z3 wall-clock limit per candidate
+    unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
+    double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
+    std::string header_out, listing_out, summary_out, unproven_out;
+    bool quiet = false;
+};
+struct phase_stat {
+    std::string name;
+    double seconds = 0;
+    std::uint64_t peak_kib = 0;  // VmHWM during the phase (reset per phase where the kernel allows)
+};
+struct run_result {
+    pipeline_stats st;
+    std::vector<phase_stat> phases;
+    std::uint64_t proven = 0, unproven = 0, timeouts = 0, skipped = 0;  // skipped: not verified (--no-verify or budget)
+    std::vector<std::string> unproven_listing;  // "verdict: NAME: src => dst  (detail)"; never emitted as rules
+    std::vector<emitted_rule> rules;      // Z3-proven: the header and rules.txt
+    std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
+    double max_proof_seconds = 0;         // slowest successful proof
+    std::uint64_t near_limit = 0;         // proofs that took over half the per-query limit (timing-sensitive)
+    std::string spec_hash;
+    bool verified = false;
+    std::string summary_json() const;
+    std::string summary_text() const;
+};
+bool verifier_available();
+run_result run(const run_config& c);
+
+}  // namespace tsopt::gen

@@ -1,0 +1,121 @@
+// tsopt-gen: generates, verifies and emits graph substitution rules.
+// See docs/generator.md; `tsopt-gen --help` for the options.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "gen.hpp"
+
+namespace {
+
+const char* usage =
+    "usage: tsopt-gen [options]\n"
+    "Enumerates operator graphs, finds equivalent pairs by fingerprint, confirms them on\n"
+    "random inputs, prunes redundant ones, proves the rest with Z3 and emits the rules.\n"
+    "\n"
+    "  --max-ops N        largest graph size in operators (1..6, default 4)\n"
+    "  --ops a,b,...      operators to enumerate (default: every generated operator)\n"
+    "  --max-outputs N    most outputs a graph may have (1..4, default 2)\n"
+    "  --threads N        worker threads (default: all cores)\n"
+    "  --header FILE      write the constexpr rule header (generated_rules.hpp)\n"
+    "  --listing FILE     write the plain-text rule listing (rules.txt)\n"
+    "  --summary FILE     write the run summary as JSON (counts, phases, every candidate not proven)\n"
+    "  --unproven FILE    write the candidates that were not proven, commented out (inspection only)\n"
+    "  --no-verify        skip Z3: no rule is emitted (header and listing stay empty),\n"
+    "                     candidates go to --summary / --unproven only\n"
+    "  --timeout-ms N     Z3 time limit per candidate (default 500)\n"
+    "  --rlimit N         Z3 deterministic resource limit per candidate (0: none); with it the\n"
+    "                     proven set does not depend on machine load (default 0)\n"
+    "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
+    "                     not attempted in time are counted as not verified\n"
+    "  --single-shape     fingerprint on one shape configuration only (more shape-coincidence candidates)\n"
+    "  --seed N           seed of the random test inputs\n"
+    "  --quiet            no progress or summary on stderr\n"
+    "  --help             this text\n";
+
+[[noreturn]] void die(const std::string& msg) {
+    std::fprintf(stderr, "tsopt-gen: %s\n", msg.c_str());
+    std::exit(2);
+}
+
+long parse_int(const std::string& opt, const std::string& v, long lo, long hi) {
+    char* end = nullptr;
+    long x = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0') die(opt + " expects an integer, got '" + v + "'");
+    if (x < lo || x > hi) die(opt + " must be within " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + v);
+    return x;
+}
+
+void check_writable(const std::string& opt, const std::string& path) {
+    namespace fs = std::filesystem;
+    bool existed = fs::exists(path);
+    {
+        std::ofstream f(path, std::ios::app);
+        if (!f) die(opt + ": cannot write '" + path + "'");
+    }
+    if (!existed) fs::remove(path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace tsopt;
+    gen::run_config c;
+    for (const auto* d : spec::operators)
+        if (d->generated) c.o.ops.push_back(d->kind);
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) die(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--help" || a == "-h") { std::fputs(usage, stdout); return 0; }
+        else if (a == "--max-ops") c.o.max_ops = static_cast<int>(parse_int(a, value(), 1, gen::max_graph_ops));
+        else if (a == "--max-outputs") c.o.max_outputs = static_cast<int>(parse_int(a, value(), 1, 4));
+        else if (a == "--threads") c.o.threads = static_cast<unsigned>(parse_int(a, value(), 1, 64));
+        else if (a == "--timeout-ms") c.timeout_ms = static_cast<unsigned>(parse_int(a, value(), 1, 3600000));
+        else if (a == "--rlimit") c.rlimit = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
+        else if (a == "--budget-s") c.budget_s = static_cast<double>(parse_int(a, value(), 0, 86400));
+        else if (a == "--unproven") c.unproven_out = value();
+        else if (a == "--single-shape") c.o.two_shapes = false;
+        else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
+        else if (a == "--header") c.header_out = value();
+        else if (a == "--listing") c.listing_out = value();
+        else if (a == "--summary") c.summary_out = value();
+        else if (a == "--no-verify") c.verify = false;
+        else if (a == "--quiet") c.quiet = true;
+        else if (a == "--ops") {
+            std::string v = value();
+            c.o.ops.clear();
+            std::size_t b = 0;
+            while (b <= v.size()) {
+                auto e = v.find(',', b);
+                if (e == std::string::npos) e = v.size();
+                std::string n = v.substr(b, e - b);
+                auto k = spec::find_op(n);
+                if (!k) {
+                    std::string known;
+                    for (const auto* d : spec::operators)
+                        if (d->generated) known += (known.empty() ? "" : ", ") + std::string(d->name);
+                    die("--ops: unknown operator '" + n + "' (generated operators: " + known + ")");
+                }
+                if (!spec::decl(*k).generated) die("--ops: operator '" + n + "' is not enumerated by the generator");
+                c.o.ops.push_back(*k);
+                b = e + 1;
+            }
+        } else die("unknown option '" + a + "' (see --help)");
+    }
+    for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out})
+        if (!p->empty()) check_writable("output", *p);
+    try {
+        auto r = gen::run(c);
+        if (!c.quiet) std::fputs(r.summary_text().c_str(), stderr);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tsopt-gen: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

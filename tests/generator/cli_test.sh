@@ -1,0 +1,19 @@
+#!/bin/sh
+# tsopt-gen rejects bad command lines with a clear message and a non-zero exit.
+gen="$1"
+fail=0
+expect() {  # expect "message fragment" args...
+  want="$1"; shift
+  out=$("$gen" "$@" 2>&1); rc=$?
+  if [ $rc -eq 0 ]; then echo "FAIL: '$*' exited 0"; fail=1; return; fi
+  case "$out" in *"$want"*) echo "ok: $* -> $out" ;; *) echo "FAIL: '$*' printed: $out (wanted '$want')"; fail=1 ;; esac
+}
+expect "unknown operator 'bogus'" --ops ewadd,conv2d,bogus
+expect "--max-ops must be within 1..6" --max-ops 9
+expect "--max-ops must be within 1..6" --max-ops 0
+expect "--max-ops expects an integer" --max-ops four
+expect "cannot write '/nonexistent-dir/rules.txt'" --listing /nonexistent-dir/rules.txt --max-ops 1
+expect "unknown option '--frobnicate'" --frobnicate
+out=$("$gen" --help) || { echo "FAIL: --help exited non-zero"; fail=1; }
+case "$out" in *"usage: tsopt-gen"*) echo "ok: --help" ;; *) echo "FAIL: --help"; fail=1 ;; esac
+exit $fail

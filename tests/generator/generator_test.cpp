@@ -1,0 +1,245 @@
+// Rule generator: fingerprints, pruning, rediscovery of TASO's example
+// rules, listing round trip. Runs with restricted operator sets and small N.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "gen.hpp"
+#include "tsopt/io/rule_listing.hpp"
+
+using namespace tsopt;
+using namespace tsopt::gen;
+using spec::op_kind;
+
+namespace {
+
+gop op(op_kind k, std::initializer_list<int> in, spec::op_params p = {}) {
+    gop g;
+    g.kind = k;
+    g.nin = static_cast<std::uint8_t>(in.size());
+    int i = 0;
+    for (int t : in) g.in[i++] = static_cast<std::uint8_t>(t);
+    g.pidx = intern_params(p);
+    return g;
+}
+mgraph graph(std::initializer_list<gop> ops, const options& o) { return materialize(std::vector<gop>(ops), 0, o); }
+
+pair make_pair(mgraph a, mgraph b) {
+    pair p{std::move(a), std::move(b), {}};
+    p.perm.resize(p.a.outputs.size());
+    std::vector<bool> used(p.b.outputs.size());
+    for (std::size_t i = 0; i < p.a.outputs.size(); ++i)
+        for (std::size_t j = 0; j < p.b.outputs.size(); ++j)
+            if (!used[j] && p.a.hash[p.a.outputs[i]] == p.b.hash[p.b.outputs[j]]) { p.perm[i] = int(j); used[j] = true; break; }
+    return p;
+}
+
+run_result generate(std::vector<op_kind> ops, int n, std::vector<input_decl> inputs) {
+    run_config c;
+    c.o.ops = std::move(ops);
+    c.o.max_ops = n;
+    c.o.inputs = std::move(inputs);
+    c.o.threads = 2;
+    c.verify = false;
+    c.quiet = true;
+    return run(c);
+}
+
+bool has_rule(const run_result& r, std::vector<op_kind> src, std::vector<op_kind> dst) {
+    auto kinds = [](const std::vector<spec::pattern_node>& ns) {
+        std::vector<op_kind> k;
+        for (auto& n : ns) k.push_back(n.op);
+        std::sort(k.begin(), k.end());
+        return k;
+    };
+    std::sort(src.begin(), src.end());
+    std::sort(dst.begin(), dst.end());
+    // generate() runs without Z3: the candidates are named but never emitted.
+    for (auto* rs : {&r.rules, &r.not_proven})
+        for (auto& e : *rs)
+            if (kinds(e.r.src) == src && kinds(e.r.dst) == dst) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("fingerprint does not depend on the order of the outputs") {
+    options o;
+    // x, y are inputs 0 and 1; two outputs relu(x), relu(y), built in both orders.
+    auto g1 = graph({op(op_kind::relu, {0}), op(op_kind::relu, {1})}, o);
+    auto g2 = graph({op(op_kind::relu, {1}), op(op_kind::relu, {0})}, o);
+    std::vector<std::uint64_t> h1, h2;
+    for (int t : g1.outputs) h1.push_back(g1.hash[t]);
+    for (int t : g2.outputs) h2.push_back(g2.hash[t]);
+    CHECK(h1 != h2);  // outputs listed in a different order
+    CHECK(fingerprint(h1) == fingerprint(h2));
+    std::vector<std::uint64_t> one{h1[0]};
+    CHECK(fingerprint(one) != fingerprint(h1));
+    CHECK(structural_key(g1) == structural_key(g2));
+}
+
+TEST_CASE("Figure 4: redundant pairs are recognised") {
+    options o;
+    const int x = 0, y = 1;
+    // 4b, common subgraph at the inputs: relu(x) + y  vs  y + relu(x).
+    {
+        auto a = graph({op(op_kind::relu, {x}), op(op_kind::ewadd, {9, y})}, o);
+        auto b = graph({op(op_kind::relu, {x}), op(op_kind::ewadd, {y, 9})}, o);
+        auto p = make_pair(a, b);
+        CHECK(common_subgraph_at_inputs(p, o));
+    }
+    // 4c, common subgraph at the outputs: relu(x + y)  vs  relu(y + x).
+    {
+        auto a = graph({op(op_kind::ewadd, {x, y}), op(op_kind::relu, {9})}, o);
+        auto b = graph({op(op_kind::ewadd, {y, x}), op(op_kind::relu, {9})}, o);
+        auto p = make_pair(a, b);
+        CHECK(common_subgraph_at_outputs(p));
+        CHECK_FALSE(common_subgraph_at_inputs(p, o));
+    }
+    // Not redundant: x + y  vs  y + x (commutativity itself).
+    {
+        auto p = make_pair(graph({op(op_kind::ewadd, {x, y})}, o), graph({op(op_kind::ewadd, {y, x})}, o));
+        CHECK_FALSE(common_subgraph_at_outputs(p));
+        CHECK_FALSE(common_subgraph_at_inputs(p, o));
+    }
+    // 4a, renaming: (x + y, y + x) is (y + x, x + y) with x and y swapped.
+    {
+        auto p = make_pair(graph({op(op_kind::ewadd, {x, y})}, o), graph({op(op_kind::ewadd, {y, x})}, o));
+        auto q = make_pair(graph({op(op_kind::ewadd, {y, x})}, o), graph({op(op_kind::ewadd, {x, y})}, o));
+        CHECK(renaming_key(p, o) == renaming_key(q, o));
+    }
+}
+
+TEST_CASE("TASO Figure 2a: two convolutions sharing an input fuse via concat and split") {
+    auto r = generate({op_kind::conv2d, op_kind::concat, op_kind::split}, 3,
+                      {{"x", shape{1, 4, 6, 8}, role::act}, {"w", shape{4, 4, 3, 3}, role::weight},
+                       {"v", shape{4, 4, 3, 3}, role::weight}});
+    CHECK(has_rule(r, {op_kind::conv2d, op_kind::conv2d}, {op_kind::concat, op_kind::conv2d, op_kind::split}));
+    // The split point is the first kernel's output-channel extent, not the constant 4.
+    CHECK(r.rules.empty());  // not verified: nothing is emitted
+    bool tied = false;
+    for (auto& e : r.not_proven)
+        for (auto& n : e.r.dst)
+            if (n.op == op_kind::split) tied |= n.params[spec::split_p::at].k == spec::param_term::kind::dim_of;
+    CHECK(tied);
+}
+
+TEST_CASE("TASO Figure 2b: two matmuls sharing an input fuse via concat and split") {
+    auto r = generate({op_kind::matmul, op_kind::concat, op_kind::split}, 3,
+                      {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}, {"c", shape{4, 4}, role::matrix}});
+    CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::concat, op_kind::matmul, op_kind::split}));
+    CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::matmul, op_kind::matmul}));  // associativity
+}
+
+TEST_CASE("the listing round-trips through the parser") {
+    auto r = generate({op_kind::ewadd, op_kind::relu, op_kind::concat, op_kind::split, op_kind::imatmul, op_kind::matmul}, 2,
+                      {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}});
+    CHECK(r.rules.empty());  // not verified: nothing is emitted
+    const auto& rules = r.not_proven;
+    REQUIRE(!rules.empty());
+    auto text = render_listing(rules, r.spec_hash, "test");
+    auto l = io::parse_rule_listing(text, "test.txt");
+    CHECK(l.spec_hash == r.spec_hash);
+    REQUIRE(l.rules.size() == rules.size());
+    for (std::size_t i = 0; i < l.rules.size(); ++i) {
+        CHECK(l.rules[i].name == rules[i].r.name);
+        CHECK(l.rules[i].text == rules[i].r.text);
+        CHECK(l.rules[i].src == rules[i].r.src);
+        CHECK(l.rules[i].dst == rules[i].r.dst);
+        CHECK(l.rules[i].src_out == rules[i].r.src_out);
+        CHECK(l.rules[i].dst_out == rules[i].r.dst_out);
+    }
+    // Both directions of a two-way equivalence.
+    bool rev = false;
+    for (auto& e : rules) rev |= e.r.name.ends_with("-rev");
+    CHECK(rev);
+}
+
+TEST_CASE("a corrupt listing is rejected with its line number") {
+    auto bad = [](const char* text, const char* what) {
+        try {
+            io::parse_rule_listing(text, "r.txt");
+            FAIL("accepted: " << text);
+        } catch (const error& e) {
+            std::string m = e.what();
+            CHECK_MESSAGE(m.find(what) != std::string::npos, m);
+        }
+    };
+    bad("# c\nok: (relu ?x) => (relu ?x)\nbad: (bogus ?x) => ?x\n", "r.txt:3: unknown operator 'bogus'");
+    bad("r: (relu ?x) => (relu ?y)\n", "r.txt:1: target uses variable ?y");
+    bad("r: (relu ?x ?y) => ?x\n", "relu takes 1 inputs, got 2");
+    bad("r: (split{axis=0} ?x) => ?x\n", "write split.0 or split.1");
+    bad("r: (relu{axis=1} ?x) => ?x\n", "relu has no parameter 'axis'");
+    bad("r: (tuple (relu ?x) (relu ?y)) => (relu ?x)\n", "source has 2 outputs but target has 1");
+    bad("r: (relu ?x) => ?x\nr: (relu ?y) => ?y\n", "r.txt:2: rule name 'r' already used on line 1");
+    bad("r: (relu ?x => ?x\n", "r.txt:1:");
+}
+
+// ---- only proven rules are ever emitted ---------------------------------
+
+TEST_CASE("without verification no rule reaches the header or the listing") {
+    run_config c;
+    c.o.ops = {op_kind::ewadd, op_kind::ewmul};
+    c.o.max_ops = 2;
+    c.o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}, {"z", shape{1, 4, 6, 8}, role::act}};
+    c.o.threads = 2;
+    c.verify = false;
+    c.quiet = true;
+    auto r = run(c);
+    CHECK(r.rules.empty());
+    REQUIRE(!r.not_proven.empty());  // e.g. ewadd commutativity / associativity candidates
+    CHECK(r.skipped == r.st.with_direction);
+    for (auto& e : r.not_proven) {
+        CHECK_FALSE(e.proven);
+        CHECK(e.provenance.find("NOT PROVEN") != std::string::npos);
+    }
+    auto h = render_header(r.rules, r.spec_hash, "test", r.skipped, false);
+    CHECK(h.find("std::array<rewrite::rule, 0> generated_rules") != std::string::npos);
+    CHECK(h.find("generated_verified = false") != std::string::npos);
+    // The header refuses an unproven rule outright.
+    CHECK_THROWS_AS(render_header(r.not_proven, r.spec_hash, "test"), error);
+    // The inspection listing holds the candidates commented out: a loader reads no rule.
+    auto u = render_unproven_listing(r.unproven_listing, r.spec_hash, "test");
+    CHECK(u.find("NOT PROVEN") != std::string::npos);
+    CHECK(io::parse_rule_listing(u, "unproven.txt").rules.empty());
+}
+
+TEST_CASE("a candidate Z3 does not prove is not emitted") {
+    if (!verifier_available()) return;
+    run_config c;
+    c.o.ops = {op_kind::ewadd, op_kind::ewmul};
+    c.o.max_ops = 2;
+    c.o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}};
+    c.o.threads = 2;
+    c.quiet = true;
+    auto check_run = [](const run_result& r) {
+        CHECK(r.verified);
+        CHECK(r.unproven + r.timeouts + r.skipped + r.proven == r.st.with_direction);
+        CHECK(r.unproven_listing.size() == r.not_proven.size());
+        for (auto& e : r.rules) {
+            CHECK(e.proven);
+            CHECK(e.provenance.find("proven by Z3") != std::string::npos);
+        }
+        auto h = render_header(r.rules, r.spec_hash, "test", r.unproven + r.timeouts, true);
+        CHECK(h.find("generated_verified = true") != std::string::npos);
+        CHECK(h.find("NOT PROVEN") == std::string::npos);
+        // A candidate the verifier did not prove never appears in the header.
+        for (auto& n : r.not_proven) {
+            CHECK_FALSE(n.proven);
+            CHECK_MESSAGE(h.find(n.r.text) == std::string::npos, n.r.text);
+            for (auto& e : r.rules) CHECK(n.r.text != e.r.text);
+        }
+    };
+    // A 1 ms limit: most queries cannot finish (the non-trivial ones time out).
+    c.timeout_ms = 1;
+    auto tight = run(c);
+    check_run(tight);
+    CHECK(tight.timeouts + tight.unproven > 0);
+    CHECK(!tight.not_proven.empty());
+    // A normal limit: commutativity and associativity are proven and emitted.
+    c.timeout_ms = 300;
+    auto normal = run(c);
+    check_run(normal);
+    CHECK(normal.proven > 0);
+    CHECK(normal.rules.size() >= tight.rules.size());
+}
