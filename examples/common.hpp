@@ -1,0 +1,436 @@
+#pragma once
+// The driver every example shares (examples/<model>.cpp is one line):
+//
+//   int main(int argc, char** argv) { return tsopt::examples::run("resnet50", argc, argv); }
+//
+// It builds the zoo model, optimizes it with the measured cost model on the
+// chosen backend (cost::measured<backend::dnnl> by default: every distinct
+// operator configuration timed once, cached on disk), then verifies on the
+// board as AutoGraph does: the original graph and the optimizer's candidates
+// (top-k when the graph was searched whole, else its best) run end to end in
+// interleaved rounds, candidates whose outputs disagree with the original are
+// rejected, and the fastest is kept — the original when nothing beats it, so
+// no model gets slower. Both graphs' outputs are compared (relative error at
+// most --tolerance, 1e-4 by default); the program exits 1 when they disagree
+// or the optimizer produced a wrong candidate, 2 on bad options.
+//
+// The report mirrors MetaFlow's artifact output: for baseline and optimized,
+// end-to-end time, estimated time (sum of measured operator costs), FLOPs,
+// memory accesses and kernel launches (cost::multi_dim), then the search
+// report (time, rules used) and a summary line; `RESULT key=value ...` is the
+// line bench/models_bench.sh reads.
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "tsopt/backend/dnnl/executor.hpp"
+#include "tsopt/backend/reference/executor.hpp"
+#include "tsopt/cost/multi_dim.hpp"
+#include "tsopt/cost/sum.hpp"
+#include "tsopt/optimize.hpp"
+#include "tsopt/zoo/zoo.hpp"
+
+#include "rules.hpp"
+
+#if defined(TSOPT_HAVE_CUDA)
+#include "tsopt/backend/cudnn/executor.hpp"
+#endif
+
+namespace tsopt::examples {
+
+struct usage_error : error {
+    using error::error;
+};
+
+struct settings {
+    std::string model;
+    int batch = 1;
+    int image = 0;       // 0: the paper's size (--quick: the smallest that builds)
+    int width_div = 1;
+    int depth_div = 1;
+    int length = 0;      // RNN / BERT sequence length; 0: the paper's
+    double budget = 30;  // search seconds
+    double alpha = 1.05;
+    std::string backend = "cpu";
+    rule_source rules = rule_source::axioms;
+    bool quick = false;
+    int reps = 20;             // interleaved end-to-end rounds
+    std::size_t top_k = 4;     // candidates verified on the board
+    double tolerance = 1e-4;   // relative error allowed between original and optimized outputs
+    std::size_t partition = 30;
+    std::uint64_t seed = 1;
+    bool help = false;
+};
+
+inline std::string usage(std::string_view model) {
+    std::ostringstream os;
+    os << "usage: " << model << " [options]\n"
+       << "Builds the " << model << " model of tsopt's zoo, optimizes it with the measured cost model,\n"
+       << "verifies the result on the backend and prints baseline vs optimized.\n"
+       << "  --batch N          batch size (default 1)\n"
+       << "  --image N          input height = width (default: the paper's; --quick: smallest that builds)\n"
+       << "  --width-div N      divide channel / hidden widths by N (default 1; --quick 8)\n"
+       << "  --depth-div N      divide repeated blocks / layers by N (default 1; --quick 4)\n"
+       << "  --length N         sequence length of RNNs and BERT (default: the paper's; --quick 4)\n"
+       << "  --budget SECONDS   search time budget (default 30; --quick 2)\n"
+       << "  --alpha A          relaxation of the backtracking search, >= 1 (default 1.05)\n"
+       << "  --backend cpu|cuda oneDNN (default) or cuDNN (needs a build with -Dcuda and a GPU)\n"
+       << "  --rules axioms|generated|all\n"
+       << "                     axiom-derived rules (default), the generator's tables, or both\n"
+       << "  --top-k K          candidates verified end to end (default 4)\n"
+       << "  --reps N           interleaved timing rounds (default 20; --quick 5)\n"
+       << "  --tolerance E      max relative error between outputs (default 1e-4)\n"
+       << "  --partition N      partition graphs above N operators (default 30)\n"
+       << "  --seed S           seed of weights, inputs and search (default 1)\n"
+       << "  --quick            small sizes and a tiny budget (CI smoke test)\n"
+       << "  --help             this text\n"
+       << "Set OMP_NUM_THREADS to fix the number of threads oneDNN uses.\n";
+    return os.str();
+}
+
+namespace detail {
+
+template <class T>
+T number(std::string_view opt, std::string_view text) {
+    T v{};
+    const char* b = text.data();
+    const char* e = b + text.size();
+    std::from_chars_result r;
+    if constexpr (std::is_floating_point_v<T>) {
+        // from_chars for double is C++17 but keep strtod for portability of exponents.
+        std::string s(text);
+        char* end = nullptr;
+        v = static_cast<T>(std::strtod(s.c_str(), &end));
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(static_cast<double>(v)))
+            throw usage_error(std::string(opt) + ": expected a number, got '" + s + "'");
+        return v;
+    } else {
+        r = std::from_chars(b, e, v);
+        if (r.ec != std::errc{} || r.ptr != e)
+            throw usage_error(std::string(opt) + ": expected an integer, got '" + std::string(text) + "'");
+        return v;
+    }
+}
+
+}  // namespace detail
+
+// Parses argv; throws usage_error with a sentence naming the bad option.
+inline settings parse(std::string_view model, int argc, char** argv) {
+    settings s;
+    s.model = std::string(model);
+    std::optional<int> width_div, depth_div, length, reps;
+    std::optional<double> budget;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        std::string_view val;
+        bool has_inline = false;
+        if (auto eq = a.find('='); a.starts_with("--") && eq != std::string_view::npos) {
+            val = a.substr(eq + 1);
+            a = a.substr(0, eq);
+            has_inline = true;
+        }
+        auto value = [&]() -> std::string_view {
+            if (has_inline) return val;
+            if (i + 1 >= argc) throw usage_error(std::string(a) + ": missing value");
+            return argv[++i];
+        };
+        auto positive = [&](int v) {
+            if (v < 1) throw usage_error(std::string(a) + ": must be at least 1, got " + std::to_string(v));
+            return v;
+        };
+        if (a == "--help" || a == "-h") s.help = true;
+        else if (a == "--quick") s.quick = true;
+        else if (a == "--batch") s.batch = positive(detail::number<int>(a, value()));
+        else if (a == "--image") s.image = positive(detail::number<int>(a, value()));
+        else if (a == "--width-div") width_div = positive(detail::number<int>(a, value()));
+        else if (a == "--depth-div") depth_div = positive(detail::number<int>(a, value()));
+        else if (a == "--length") length = positive(detail::number<int>(a, value()));
+        else if (a == "--reps") reps = positive(detail::number<int>(a, value()));
+        else if (a == "--top-k") s.top_k = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
+        else if (a == "--partition") s.partition = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
+        else if (a == "--seed") s.seed = detail::number<std::uint64_t>(a, value());
+        else if (a == "--budget") {
+            budget = detail::number<double>(a, value());
+            if (!(*budget > 0)) throw usage_error("--budget: must be a positive number of seconds");
+        } else if (a == "--alpha") {
+            s.alpha = detail::number<double>(a, value());
+            if (!(s.alpha >= 1)) throw usage_error("--alpha: must be at least 1 (1 is greedy), got " + std::string(argv[i]));
+        } else if (a == "--tolerance") {
+            s.tolerance = detail::number<double>(a, value());
+            if (!(s.tolerance > 0)) throw usage_error("--tolerance: must be positive");
+        } else if (a == "--backend") {
+            s.backend = std::string(value());
+            if (s.backend != "cpu" && s.backend != "cuda")
+                throw usage_error("--backend: expected cpu or cuda, got '" + s.backend + "'");
+        } else if (a == "--rules") {
+            try {
+                s.rules = parse_rule_source(value());
+            } catch (const error& e) {
+                throw usage_error(e.what());
+            }
+        } else
+            throw usage_error("unknown option '" + std::string(argv[i]) + "' (see --help)");
+    }
+    s.width_div = width_div.value_or(s.quick ? 8 : 1);
+    s.depth_div = depth_div.value_or(s.quick ? 4 : 1);
+    s.length = length.value_or(s.quick ? 4 : 0);
+    s.budget = budget.value_or(s.quick ? 2 : 30);
+    s.reps = reps.value_or(s.quick ? 5 : 20);
+    return s;
+}
+
+// Progress on a terminal (stderr), silent otherwise: a line rewritten in place.
+class progress {
+public:
+    progress() : tty_(isatty(STDERR_FILENO) == 1) {}
+    ~progress() { stop_ticker(); }
+    bool tty() const { return tty_; }
+    void line(const std::string& s) {
+        if (!tty_) return;
+        std::lock_guard lk(m_);
+        std::cerr << "\r\033[K" << s << std::flush;
+    }
+    void done() {
+        if (!tty_) return;
+        std::lock_guard lk(m_);
+        std::cerr << "\r\033[K" << std::flush;
+    }
+    // A line updated every half second while a long call runs.
+    void start_ticker(std::string what, double budget_s) {
+        if (!tty_) return;
+        stop_ = false;
+        t0_ = std::chrono::steady_clock::now();
+        ticker_ = std::thread([this, what = std::move(what), budget_s] {
+            std::unique_lock lk(cvm_);
+            while (!stop_) {
+                double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+                std::ostringstream os;
+                os << what << ": " << std::fixed << std::setprecision(1) << s << " s of " << budget_s << " s budget";
+                line(os.str());
+                cv_.wait_for(lk, std::chrono::milliseconds(500), [&] { return stop_.load(); });
+            }
+        });
+    }
+    void stop_ticker() {
+        if (!ticker_.joinable()) return;
+        {
+            std::lock_guard lk(cvm_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        ticker_.join();
+        done();
+    }
+
+private:
+    bool tty_;
+    std::mutex m_, cvm_;
+    std::condition_variable cv_;
+    std::atomic<bool> stop_{false};
+    std::thread ticker_;
+    std::chrono::steady_clock::time_point t0_;
+};
+
+// The model at the requested size; with --quick and no --image, the smallest
+// image its valid-padded layers accept.
+inline graph build_model(const settings& s) {
+    zoo::options o{.batch = s.batch, .image = s.image, .width_div = s.width_div, .depth_div = s.depth_div,
+                   .length = s.length, .seed = s.seed};
+    if (!s.quick || s.image != 0) return zoo::build(s.model, o);
+    std::string last;
+    for (int image : {32, 80, 128, 227}) {
+        o.image = image;
+        try {
+            return zoo::build(s.model, o);
+        } catch (const error& e) {
+            last = e.what();
+        }
+    }
+    throw error(s.model + " builds at no small size: " + last);
+}
+
+struct graph_figures {
+    double end_to_end_ms = 0;
+    cost::metrics m;
+    std::size_t ops = 0;
+};
+
+inline void print_table(std::ostream& os, const graph_figures& b, const graph_figures& o) {
+    auto row = [&](const char* name, double x, double y, int prec) {
+        os << "  " << std::left << std::setw(30) << name << std::right << std::fixed << std::setprecision(prec)
+           << std::setw(14) << x << std::setw(14) << y;
+        if (x > 0 && y > 0) os << std::setw(10) << std::setprecision(3) << x / y << "x";
+        os << "\n";
+    };
+    os << "  " << std::left << std::setw(30) << "" << std::right << std::setw(14) << "baseline" << std::setw(14)
+       << "optimized" << std::setw(11) << "ratio" << "\n";
+    row("end-to-end time (ms)", b.end_to_end_ms, o.end_to_end_ms, 3);
+    row("estimated time (ms, sum of ops)", b.m.time_ms, o.m.time_ms, 3);
+    row("FLOPs (G)", b.m.flops / 1e9, o.m.flops / 1e9, 4);
+    row("memory accesses (MB)", b.m.memory_bytes / 1e6, o.m.memory_bytes / 1e6, 2);
+    row("kernel launches", b.m.launches, o.m.launches, 0);
+    row("peak memory (MB)", b.m.peak_bytes / 1e6, o.m.peak_bytes / 1e6, 2);
+    row("operators", static_cast<double>(b.ops), static_cast<double>(o.ops), 0);
+}
+
+template <class Backend>
+int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
+    using clock = std::chrono::steady_clock;
+    progress prog;
+    const auto& info = zoo::find(s.model);
+    graph g = build_model(s);
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    out << "tsopt example: " << info.name << " — " << info.summary << "\n"
+        << "  size: batch " << s.batch << ", width/" << s.width_div << ", depth/" << s.depth_div
+        << (s.image ? ", image " + std::to_string(s.image) : std::string()) << (s.quick ? " (--quick)" : "") << "; "
+        << g.op_count() << " operators\n"
+        << "  backend: " << Backend::name << ", OMP_NUM_THREADS=" << (omp ? omp : "(unset)") << "\n";
+
+    example_rules rules(s.rules);
+    out << "  rules: " << rules.rules().size() << " ("
+        << (s.rules == rule_source::axioms ? "axiom-derived" : s.rules == rule_source::generated ? "generated" : "axiom-derived + generated")
+        << "), search budget " << s.budget << " s, alpha " << s.alpha << "\n"
+        << std::flush;
+
+    bo.verify_tolerance = s.tolerance;
+    Backend be(bo);
+    cost::measured<Backend> measured(be);
+    auto inputs = backend::random_inputs(g, s.seed);
+
+    // Measure the operators of the input (and of its preprocessed form) up
+    // front: the slow part on a cold cache, with progress.
+    {
+        rewrite::fold_cache fc;
+        graph pre = rewrite::preprocess(g, fc);
+        std::size_t total = 0, k = 0;
+        for (const graph* h : {&g, &pre}) total += h->size();
+        for (const graph* h : {&g, &pre}) {
+            auto constant = h->constant_mask();
+            for (std::size_t i = 0; i < h->size(); ++i, ++k) {
+                measured.operator_cost(*h, i, constant);
+                if (k % 8 == 0) prog.line("measuring operators: " + std::to_string(k) + "/" + std::to_string(total));
+            }
+        }
+        prog.done();
+    }
+
+    optimize_options oo{.alpha = s.alpha,
+                        .budget = std::chrono::duration<double>(s.budget),
+                        .seed = s.seed,
+                        .top_k = s.top_k,
+                        .partition_threshold = s.partition};
+    prog.start_ticker("searching", s.budget);
+    const auto t0 = clock::now();
+    auto r = optimize(g, rules.rules(), measured, oo);
+    const double search_s = std::chrono::duration<double>(clock::now() - t0).count();
+    prog.stop_ticker();
+
+    // On-board verification: candidate 0 is the original, the reference for
+    // the outputs; the optimizer's candidates follow.
+    std::vector<graph> cands{g};
+    std::vector<std::uint64_t> seen{g.structural_hash()};
+    auto add = [&](const graph& c) {
+        auto h = c.structural_hash();
+        if (std::find(seen.begin(), seen.end(), h) != seen.end()) return;
+        seen.push_back(h);
+        cands.push_back(c);
+    };
+    add(r.optimized);
+    for (const auto& c : r.top_k) add(c);
+    prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
+    auto pick = be.pick_fastest(cands, inputs, s.reps);
+    prog.done();
+
+    int status = 0;
+    std::size_t wrong = 0;
+    for (std::size_t c = 1; c < cands.size(); ++c) wrong += pick.rejected[c];
+    const graph& chosen = cands[pick.best];
+
+    // The chosen graph's outputs against the original's.
+    auto o0 = be.execute(g, inputs);
+    auto o1 = be.execute(chosen, inputs);
+    double err = o0.size() == o1.size() ? 0 : 1e300;
+    for (std::size_t k = 0; k < o0.size() && k < o1.size(); ++k) err = std::max(err, relative_error(o1[k], o0[k]));
+    const bool agree = err <= s.tolerance;
+    if (!agree || wrong > 0) status = 1;
+
+    cost::multi_dim<cost::measured<Backend>> md(measured);
+    graph_figures base{pick.ms[0], md.evaluate(g), g.op_count()};
+    graph_figures best{pick.ms[pick.best], md.evaluate(chosen), chosen.op_count()};
+    const double optimizer_ms = cands.size() > 1 ? pick.ms[1] : pick.ms[0];
+
+    out << "\n== " << info.name << ": baseline vs optimized ==\n";
+    print_table(out, base, best);
+    out << "\nsearch (" << std::fixed << std::setprecision(1) << search_s << " s):\n";
+    std::ostringstream rep;
+    r.report.print(rep);
+    std::istringstream lines(rep.str());
+    for (std::string l; std::getline(lines, l);) out << "  " << l << "\n";
+    out << "on-board verification: " << cands.size() << " graphs timed (" << s.reps << " interleaved rounds):";
+    out << std::setprecision(3);
+    for (std::size_t c = 0; c < cands.size(); ++c)
+        out << " " << (c == 0 ? "original " : "") << pick.ms[c] << " ms" << (pick.rejected[c] ? " (REJECTED: outputs differ)" : "");
+    out << "\n";
+    if (pick.best == 0)
+        out << "  kept the original: no candidate was faster end to end"
+            << (cands.size() > 1 ? " (optimizer's best: " + std::to_string(optimizer_ms) + " ms)" : std::string()) << "\n";
+    out << std::scientific << std::setprecision(2) << "outputs: relative error " << err << " (tolerance " << s.tolerance
+        << "): " << (agree ? "agree" : "DISAGREE") << "\n";
+    if (wrong) out << "ERROR: " << wrong << " optimized candidate(s) computed different outputs\n";
+
+    const double ratio = best.end_to_end_ms > 0 ? base.end_to_end_ms / best.end_to_end_ms : 1;
+    out << std::fixed << std::setprecision(3) << "\nsummary: " << info.name << " " << base.end_to_end_ms << " ms -> "
+        << best.end_to_end_ms << " ms (" << std::setprecision(2) << ratio << "x), " << g.op_count() << " -> "
+        << chosen.op_count() << " operators, search " << std::setprecision(1) << search_s << " s, outputs "
+        << (agree && !wrong ? "agree" : "DISAGREE") << "\n";
+    out << std::setprecision(4) << "RESULT model=" << info.name << " baseline_ms=" << base.end_to_end_ms
+        << " optimized_ms=" << best.end_to_end_ms << " ratio=" << ratio << " search_s=" << search_s
+        << " ops_before=" << g.op_count() << " ops_after=" << chosen.op_count() << " kept_original=" << (pick.best == 0)
+        << " agree=" << (agree && !wrong) << "\n";
+    return status;
+}
+
+// The whole program: parse, run on the chosen backend, report.
+inline int run(std::string_view model, int argc, char** argv) {
+    try {
+        settings s = parse(model, argc, argv);
+        if (s.help) {
+            std::cout << usage(model);
+            return 0;
+        }
+        if (s.backend == "cuda") {
+#if defined(TSOPT_HAVE_CUDA)
+            if (!backend::cudnn::available())
+                throw error("--backend cuda: no usable CUDA device (" + backend::cudnn::unavailable_reason() + ")");
+            return run_on<backend::cudnn>(s, {}, std::cout);
+#else
+            throw error("--backend cuda: this build has no CUDA backend; configure with `meson setup -Dcuda=enabled` "
+                        "on a machine with /usr/local/cuda (cuDNN, cuBLAS) and run it where a GPU is present");
+#endif
+        }
+        return run_on<backend::dnnl>(s, {}, std::cout);
+    } catch (const usage_error& e) {
+        std::cerr << model << ": " << e.what() << "\n\n" << usage(model);
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << model << ": error: " << e.what() << "\n";
+        return 2;
+    }
+}
+
+}  // namespace tsopt::examples
