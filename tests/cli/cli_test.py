@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Tests of the `tsopt` command on the bundled demo model (docs/cli.md).
+
+usage: cli_test.py TSOPT SOURCE_ROOT WORK_DIR PERTURB_MODEL
+
+Each check runs the binary and compares its exit code (and a piece of its
+output) with what docs/cli.md promises; failures are collected and printed
+together with the command's output. Measurement is kept short (--budget 1,
+--reps 3); the analytic backend is used where timing is not the point.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+TSOPT, ROOT, WORK, PERTURB = sys.argv[1:5]
+DEMO = os.path.join(ROOT, "models", "demo.onnx")
+failures = []
+
+
+def run(*args, timeout=120):
+    t0 = time.time()
+    p = subprocess.run([TSOPT, *args], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr, time.time() - t0
+
+
+def check(name, args, code, stdout_has=(), stderr_has=(), timeout=120):
+    rc, out, err, secs = run(*args, timeout=timeout)
+    problems = []
+    codes = code if isinstance(code, (tuple, list, set)) else (code,)
+    if rc not in codes:
+        problems.append(f"exit code {rc}, expected {code}")
+    for s in stdout_has:
+        if s not in out:
+            problems.append(f"stdout lacks {s!r}")
+    for s in stderr_has:
+        if s not in err:
+            problems.append(f"stderr lacks {s!r}")
+    if rc < 0:
+        problems.append(f"killed by signal {-rc} (a crash)")
+    status = "ok" if not problems else "FAIL"
+    print(f"[{status}] {name} ({secs:.1f} s): tsopt {' '.join(args)}")
+    if problems:
+        failures.append(name)
+        print("   " + "; ".join(problems))
+        print("   --- stdout ---\n" + out[-3000:] + "   --- stderr ---\n" + err[-3000:])
+    return rc, out, err
+
+
+def expect(name, cond, detail=""):
+    print(f"[{'ok' if cond else 'FAIL'}] {name}" + (f": {detail}" if detail and not cond else ""))
+    if not cond:
+        failures.append(name)
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+w = lambda *p: os.path.join(WORK, *p)
+
+# ---- help ------------------------------------------------------------------
+check("help", ["--help"], 0, stdout_has=["usage: tsopt", "exit codes", "optimize", "inspect", "bench", "rules"])
+for cmd in ["optimize", "inspect", "bench", "rules"]:
+    check(f"{cmd} --help", [cmd, "--help"], 0, stdout_has=[f"usage: tsopt {cmd}", "exit codes"])
+
+# ---- inspect -----------------------------------------------------------------
+check("inspect demo", ["inspect", DEMO], 0,
+      stdout_has=["data  [1,8,16,16]", "output  [1,320,2,2]", "conv2d", "opaque operators", "FLOPs"])
+
+# ---- rules -------------------------------------------------------------------
+rc, out, _ = check("rules --count", ["rules", "--count"], 0)
+total = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
+expect("rules: some rules are built in", total > 0, f"count {out.strip()!r}")
+rc, out, _ = check("rules --op conv2d --count", ["rules", "--op", "conv2d", "--count"], 0)
+conv = int(out.strip()) if rc == 0 and out.strip().isdigit() else -1
+expect("rules --op narrows the list", 0 < conv < total, f"{conv} of {total}")
+check("rules listing", ["rules", "--filter", "conv-fuse-shared"], 0,
+      stdout_has=["conv-fuse-shared", "=>", "provenance:"])
+
+# ---- optimize (analytic: no device timing) -------------------------------------
+opt_a = w("demo.analytic.onnx")
+rep_a = w("analytic.json")
+check("optimize analytic", ["optimize", DEMO, "-o", opt_a, "--backend", "analytic", "--budget", "2",
+                            "--report", rep_a, "--dot", w("dot")], 0,
+      stdout_has=["tsopt optimize", "verification", "equal", "wrote"])
+expect("optimize wrote the model", os.path.isfile(opt_a) and os.path.getsize(opt_a) > 0)
+try:
+    with open(rep_a) as f:
+        r = json.load(f)
+    expect("report: fields", all(k in r for k in ["before", "after", "search", "rules_used", "verification"]),
+           str(sorted(r)))
+    expect("report: verification equal", r["verification"]["equal"] is True and
+           r["verification"]["max_relative_error"] <= 1e-4)
+    expect("report: cost never higher", r["after"]["cost_ms"] <= r["before"]["cost_ms"] + 1e-12)
+    # The optimize command's own verification: a tolerance below the error it
+    # measured must fail with exit code 3 and write nothing.
+    e = r["verification"]["max_relative_error"]
+    if e > 0:
+        strict = w("strict.onnx")
+        check("optimize: outputs beyond --tolerance", ["optimize", DEMO, "-o", strict, "--backend", "analytic",
+                                                       "--budget", "2", "--tolerance", repr(e / 1000)], 3,
+              stderr_has=["differ"])
+        expect("nothing written on a mismatch", not os.path.exists(strict))
+    else:
+        print("[skip] optimize mismatch case (the analytic run was bit-exact)")
+except Exception as e:  # noqa: BLE001 - any failure to read the report is a test failure
+    expect("report parses as JSON", False, repr(e))
+for stem in ["before", "after"]:
+    expect(f"--dot wrote {stem}.dot", os.path.isfile(w("dot", stem + ".dot")))
+    if shutil.which("dot"):
+        expect(f"--dot wrote {stem}.svg", os.path.isfile(w("dot", stem + ".svg")))
+with open(w("dot", "before.dot")) as f:
+    expect("pictures carry costs", "cost " in f.read())
+
+# ---- optimize (cpu: measured on oneDNN, never slower) -----------------------------
+opt_c = w("demo.cpu.onnx")
+rep_c = w("cpu.json")
+check("optimize cpu", ["optimize", DEMO, "-o", opt_c, "--backend", "cpu", "--budget", "1", "--reps", "3",
+                       "--top-k", "2", "--report", rep_c], 0,
+      stdout_has=["end-to-end time", "timed end to end", "equal"], timeout=240)
+try:
+    with open(rep_c) as f:
+        r = json.load(f)
+    expect("cpu report: end-to-end times", r["before"]["end_to_end_ms"] > 0 and r["after"]["end_to_end_ms"] > 0)
+    expect("cpu report: chosen is the fastest timed",
+           r["after"]["end_to_end_ms"] <= min(x for x in r["candidate_ms"] if x is not None) + 1e-12)
+except Exception as e:  # noqa: BLE001
+    expect("cpu report parses as JSON", False, repr(e))
+
+# The written models import back and compute what the original computes.
+for opt in [opt_a, opt_c]:
+    check(f"inspect {os.path.basename(opt)}", ["inspect", opt], 0, stdout_has=["data  [1,8,16,16]", "output"])
+    check(f"bench demo vs {os.path.basename(opt)}", ["bench", DEMO, opt, "--reps", "3"], 0,
+          stdout_has=["ms", "speedup", "equal"])
+check("bench one model", ["bench", DEMO, "--reps", "2"], 0, stdout_has=["median of 2", "ms"])
+try:
+    import onnx  # optional: the official checker, when the Python package is present
+
+    onnx.checker.check_model(onnx.load(opt_c))
+    expect("onnx.checker accepts the optimized model", True)
+except ImportError:
+    print("[skip] onnx.checker (no Python onnx package)")
+except Exception as e:  # noqa: BLE001
+    expect("onnx.checker accepts the optimized model", False, repr(e))
+
+# ---- bad input and its exit codes -----------------------------------------------
+garbage = w("garbage.onnx")
+with open(garbage, "wb") as f:
+    f.write(bytes(range(256)) * 3)
+empty = w("empty.onnx")
+open(empty, "wb").close()
+a_file = w("a_file")
+open(a_file, "w").close()
+
+check("no command", [], 1, stderr_has=["usage: tsopt"])
+check("unknown command", ["frobnicate"], 1, stderr_has=["unknown command"])
+check("unknown option", ["optimize", DEMO, "-o", w("x.onnx"), "--frobnicate"], 1, stderr_has=["unknown option"])
+check("bad number", ["optimize", DEMO, "-o", w("x.onnx"), "--budget", "soon"], 1, stderr_has=["--budget"])
+check("negative budget", ["optimize", DEMO, "-o", w("x.onnx"), "--budget", "-1"], 1, stderr_has=["--budget"])
+check("alpha below 1", ["optimize", DEMO, "-o", w("x.onnx"), "--alpha", "0.5"], 1, stderr_has=["--alpha"])
+check("bad backend", ["optimize", DEMO, "-o", w("x.onnx"), "--backend", "tpu"], 1, stderr_has=["--backend"])
+check("missing value", ["optimize", DEMO, "-o"], 1, stderr_has=["missing value"])
+check("missing -o", ["optimize", DEMO], 1, stderr_has=["-o"])
+check("missing input", ["inspect"], 1, stderr_has=["missing"])
+check("two inputs to inspect", ["inspect", DEMO, DEMO], 1)
+check("bad --reps", ["bench", DEMO, "--reps", "0"], 1, stderr_has=["--reps"])
+check("bad --op", ["rules", "--op", "nosuchop"], 1, stderr_has=["--op"])
+check("missing file", ["inspect", w("nope.onnx")], 2, stderr_has=["no such file"])
+check("missing file (optimize)", ["optimize", w("nope.onnx"), "-o", w("x.onnx")], 2, stderr_has=["no such file"])
+check("not ONNX", ["inspect", garbage], 2, stderr_has=["not a valid ONNX model"])
+check("not ONNX (optimize)", ["optimize", garbage, "-o", w("x.onnx"), "--backend", "analytic"], 2)
+check("empty file", ["bench", empty], 2, stderr_has=["empty"])
+check("directory", ["inspect", WORK], 2, stderr_has=["directory"])
+check("unwritable output", ["optimize", DEMO, "-o", os.path.join(a_file, "x.onnx"), "--backend", "analytic",
+                            "--budget", "0.5"], 5)
+expect("nothing written on failure", not os.path.exists(w("x.onnx")))
+
+# Two models with the same interface but different weights: bench reports
+# the mismatch with exit code 3.
+different = w("different.onnx")
+p = subprocess.run([PERTURB, DEMO, different], capture_output=True, text=True)
+expect("perturb_model ran", p.returncode == 0, p.stderr)
+if p.returncode == 0:
+    check("outputs differ", ["bench", DEMO, different, "--reps", "1"], 3, stderr_has=["differ"])
+
+# CUDA: exit 4 unless this build has the backend and a GPU (then it works).
+rc, out, err = check("cuda backend", ["bench", DEMO, "--backend", "cuda", "--reps", "1"], (0, 4))
+if rc == 4:
+    expect("cuda: the reason is given", "--backend cuda" in err, err)
+
+print(f"\n{len(failures)} failure(s)" + (": " + ", ".join(failures) if failures else ""))
+sys.exit(1 if failures else 0)

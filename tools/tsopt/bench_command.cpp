@@ -1,0 +1,91 @@
+// tsopt bench: median end-to-end time of one model, or of two side by side
+// (interleaved rounds, same random inputs, outputs compared).
+#include <iomanip>
+#include <iostream>
+
+#include "backends.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "progress.hpp"
+
+namespace tsopt::cli {
+
+const std::string_view bench_help =
+    "usage: tsopt bench IN.onnx [OPT.onnx] [--backend cpu|cuda] [--reps N] [options]\n"
+    "\n"
+    "Runs a model on the backend and prints its median end-to-end time. With two models (e.g.\n"
+    "the input and the output of `tsopt optimize`), times both in interleaved rounds on the same\n"
+    "random inputs, prints the ratio, and checks that their outputs are equal (exit code 3 when\n"
+    "they differ by more than the tolerance).\n"
+    "\n"
+    "options:\n"
+    "  --backend B         cpu: oneDNN (default); cuda: cuDNN/cuBLAS (needs a CUDA build and a GPU)\n"
+    "  --reps N            timed rounds (default 20); the median is reported\n"
+    "  --batch N           value for a dynamic leading (batch) dimension of the inputs\n"
+    "  --dims NAME=N,...   values for named symbolic dimensions\n"
+    "  --tolerance E       max relative error between the two models' outputs (default 1e-4)\n"
+    "  --seed S            seed of the random inputs (default 1)\n"
+    "  -h, --help          this text\n";
+
+int bench_command(int argc, char** argv, int first) {
+    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}});
+    const auto& files = a.positional();
+    if (files.empty() || files.size() > 2)
+        throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
+                                        : "expected one or two model files, got " + std::to_string(files.size()));
+    const std::string which = a.one_of("--backend", "cpu", {"cpu", "cuda"});
+    const int reps = static_cast<int>(a.integer("--reps", 20, 1));
+    const double tolerance = a.number("--tolerance", 1e-4, 0.0, true);
+    const auto seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
+    auto io = import_options_from(a);
+
+    std::vector<graph> graphs;
+    for (const auto& f : files) graphs.push_back(load_model(f, io).graph);
+    std::vector<std::vector<tensor<float>>> inputs{backend::random_inputs(graphs[0], seed)};
+    if (graphs.size() == 2) inputs.push_back(inputs_by_name(graphs[0], inputs[0], graphs[1], files[1]));
+
+    return with_device(which, [&]<class B>() {
+        typename B::options bo;
+        bo.warmup = 0;  // warmed up below, then timed in interleaved single runs
+        B be(bo);
+        install_opaque_ops(be);
+        progress prog;
+        std::vector<std::vector<tensor<float>>> outs;
+        for (std::size_t m = 0; m < graphs.size(); ++m) {
+            prog.line("compiling " + files[m]);
+            outs.push_back(be.execute(graphs[m], inputs[m]));
+            for (int w = 0; w < 2; ++w) be.execute(graphs[m], inputs[m]);
+        }
+        std::vector<std::vector<double>> t(graphs.size());
+        for (int r = 0; r < reps; ++r) {
+            prog.bar("timing", static_cast<std::size_t>(r), static_cast<std::size_t>(reps));
+            for (std::size_t m = 0; m < graphs.size(); ++m) t[m].push_back(be.time_end_to_end(graphs[m], inputs[m], 1));
+        }
+        prog.clear();
+        std::vector<double> med;
+        for (auto& v : t) med.push_back(backend::median(v));
+
+        std::size_t width = 10;
+        for (const auto& f : files) width = std::max(width, f.size() + 2);
+        std::cout << "tsopt bench: " << device_text<B>() << ", median of " << reps << " end-to-end runs\n";
+        for (std::size_t m = 0; m < graphs.size(); ++m) {
+            std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << files[m] << std::right << std::fixed
+                      << std::setprecision(3) << std::setw(10) << med[m] << " ms   " << std::setw(5)
+                      << graphs[m].op_count() << " operators";
+            if (m == 1 && med[1] > 0) std::cout << "   " << std::setprecision(2) << med[0] / med[1] << "x";
+            std::cout << "\n";
+        }
+        if (graphs.size() == 2) {
+            double err = max_relative_error(outs[1], outs[0]);
+            bool agree = err <= tolerance;
+            std::cout << std::fixed << "  speedup: " << std::setprecision(2) << (med[1] > 0 ? med[0] / med[1] : 0)
+                      << "x (" << files[0] << " / " << files[1] << ")\n"
+                      << std::scientific << std::setprecision(2) << "  outputs: max relative error " << err
+                      << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
+            if (!agree) throw mismatch_error("the two models' outputs differ on the same random inputs");
+        }
+        return static_cast<int>(exit_code::ok);
+    });
+}
+
+}  // namespace tsopt::cli

@@ -1,0 +1,174 @@
+#pragma once
+// What the subcommands share: loading a model (errors -> exit code 2),
+// inputs matched by name across two graphs, output comparison, the rule set
+// this binary carries, opaque-operator implementations for the backends,
+// and a minimal JSON writer for --report.
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tsopt/backend/reference/executor.hpp"
+#include "tsopt/onnx.hpp"
+
+#include "../../examples/rules.hpp"
+#include "cli.hpp"
+
+namespace tsopt::cli {
+
+// --dims "seq=128,len=4" -> {"seq": 128, "len": 4}
+inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::string& text) {
+    std::map<std::string, std::int64_t, std::less<>> r;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');) {
+        auto eq = item.find('=');
+        if (item.empty() || eq == std::string::npos || eq == 0)
+            throw usage_error("--dims: expected NAME=N[,NAME=N...], got '" + text + "'");
+        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
+    }
+    return r;
+}
+
+// Import options from --batch / --dims.
+inline onnx::import_options import_options_from(const args& a) {
+    onnx::import_options o;
+    o.batch = a.integer("--batch", 0, 1);
+    if (a.has("--dims")) o.dims = parse_dims(a.str("--dims"));
+    return o;
+}
+
+// Reads an ONNX model; every failure is a bad_input failure with the reason.
+inline onnx::model load_model(const std::string& path, const onnx::import_options& o) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw input_error(path + ": no such file");
+    if (fs::is_directory(path, ec)) throw input_error(path + ": is a directory, not an ONNX file");
+    if (fs::file_size(path, ec) == 0 && !ec) throw input_error(path + ": empty file, not an ONNX model");
+    try {
+        return onnx::read_model(path, o);
+    } catch (const std::bad_alloc&) {
+        throw input_error(path + ": the model is too large to load");
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        if (what.find("no shape") != std::string::npos || what.find("dynamic") != std::string::npos ||
+            what.find("symbolic") != std::string::npos)
+            what += " (give its extents with --batch N or --dims NAME=N)";
+        throw input_error(what.starts_with(path) ? what : path + ": " + what);
+    }
+}
+
+inline std::string shape_text(const shape& s) { return s.str(); }
+
+// Inputs for graph `to`, taken by name from `from`'s inputs `in`.
+inline std::vector<tensor<float>> inputs_by_name(const graph& from, const std::vector<tensor<float>>& in, const graph& to,
+                                                 const std::string& what) {
+    std::map<std::string, const tensor<float>*> by_name;
+    auto fi = from.inputs();
+    for (std::size_t k = 0; k < fi.size(); ++k) by_name[from.at(fi[k]).name] = &in[k];
+    std::vector<tensor<float>> r;
+    for (value v : to.inputs()) {
+        const node& n = to.at(v);
+        auto it = by_name.find(n.name);
+        if (it == by_name.end()) throw input_error(what + ": input '" + n.name + "' is not an input of the other model");
+        if (!(it->second->shape == to.shape_of(v)))
+            throw input_error(what + ": input '" + n.name + "' has shape " + to.shape_of(v).str() + " here and " +
+                              it->second->shape.str() + " in the other model");
+        r.push_back(*it->second);
+    }
+    if (r.size() != fi.size()) throw input_error(what + ": the models have different numbers of inputs");
+    return r;
+}
+
+// Max relative error of `got` against `want` (1e300 when the outputs do not correspond).
+inline double max_relative_error(const std::vector<tensor<float>>& got, const std::vector<tensor<float>>& want) {
+    if (got.size() != want.size()) return 1e300;
+    double e = 0;
+    for (std::size_t k = 0; k < got.size(); ++k) e = std::max(e, relative_error(got[k], want[k]));
+    return e;
+}
+
+// Implementations of the ONNX operators the importer keeps opaque, for a
+// backend with an `opaque_impls` map (reference, dnnl, cudnn).
+template <class Backend>
+void install_opaque_ops(Backend& b) {
+    backend::reference r;
+    onnx::install_reference_ops(r);
+    for (const auto& [name, fn] : r.opaque_impls) b.opaque_impls[name] = fn;
+}
+
+// ---- rules ---------------------------------------------------------------
+
+// Whether the generator's tables built into this binary are proven (their
+// provenance says so); unproven tables are left out unless asked for.
+inline bool generated_rules_proven() {
+    auto gen = tsopt::rules::generated();
+    if (gen.empty()) return false;
+    for (const auto& r : gen)
+        if (r.provenance.find("not proven") != std::string_view::npos) return false;
+    return true;
+}
+
+// --rules axioms|generated|all; default: axiom-derived plus the generated
+// tables when they are proven.
+inline examples::rule_source rule_source_from(const args& a) {
+    if (!a.has("--rules")) return generated_rules_proven() ? examples::rule_source::all : examples::rule_source::axioms;
+    std::string v = a.one_of("--rules", "", {"axioms", "generated", "all"});
+    return examples::parse_rule_source(v);
+}
+inline std::string rule_source_text(examples::rule_source s) {
+    switch (s) {
+        case examples::rule_source::axioms: return "axiom-derived";
+        case examples::rule_source::generated: return "generated";
+        default: return "axiom-derived + generated";
+    }
+}
+
+// ---- JSON ----------------------------------------------------------------
+
+inline std::string json_string(std::string_view s) {
+    std::string r = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"': r += "\\\""; break;
+            case '\\': r += "\\\\"; break;
+            case '\n': r += "\\n"; break;
+            case '\t': r += "\\t"; break;
+            case '\r': r += "\\r"; break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    r += buf;
+                } else
+                    r += static_cast<char>(c);
+        }
+    }
+    return r + "\"";
+}
+inline std::string json_number(double v) {
+    if (!std::isfinite(v)) return "null";
+    std::ostringstream os;
+    os << std::setprecision(10) << v;
+    return os.str();
+}
+
+// Builds one JSON object: `json_object o; o.add("k", "\"v\""); o.str()`.
+class json_object {
+public:
+    json_object& raw(std::string_view key, const std::string& json) {
+        body_ += (body_.empty() ? "" : ",") + std::string("\n") + json_string(key) + ": " + json;
+        return *this;
+    }
+    json_object& str(std::string_view key, std::string_view v) { return raw(key, json_string(v)); }
+    json_object& num(std::string_view key, double v) { return raw(key, json_number(v)); }
+    json_object& boolean(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
+    std::string str() const { return "{" + body_ + "\n}"; }
+
+private:
+    std::string body_;
+};
+
+}  // namespace tsopt::cli

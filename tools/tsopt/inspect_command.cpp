@@ -1,0 +1,87 @@
+// tsopt inspect: what a model contains, as tsopt sees it.
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "tsopt/cost/multi_dim.hpp"
+
+namespace tsopt::cli {
+
+const std::string_view inspect_help =
+    "usage: tsopt inspect IN.onnx [--batch N] [--dims NAME=N,...]\n"
+    "\n"
+    "Imports an ONNX model and prints its inputs and outputs with shapes, its operators counted\n"
+    "by type, the operators tsopt keeps opaque (not rewritten; run on the host where an\n"
+    "implementation exists), weights, FLOPs and an analytical cost estimate.\n"
+    "\n"
+    "options:\n"
+    "  --batch N          value for a dynamic leading (batch) dimension of the inputs\n"
+    "  --dims NAME=N,...  values for named symbolic dimensions\n"
+    "  -h, --help         this text\n";
+
+int inspect_command(int argc, char** argv, int first) {
+    args a(argc, argv, first, {{"--batch"}, {"--dims"}});
+    if (a.positional().size() != 1)
+        throw usage_error(a.positional().empty() ? "missing the model file (tsopt inspect IN.onnx)"
+                                                 : "expected one model file, got " + std::to_string(a.positional().size()));
+    const std::string path = a.positional()[0];
+    auto m = load_model(path, import_options_from(a));
+    const graph& g = m.graph;
+
+    std::cout << path << ": ONNX opset " << m.opset << (m.producer.empty() ? "" : ", produced by " + m.producer) << "\n";
+    std::cout << "inputs:\n";
+    for (value v : g.inputs()) std::cout << "  " << g.at(v).name << "  " << g.shape_of(v).str() << "\n";
+    std::cout << "outputs:\n";
+    for (std::size_t k = 0; k < g.outputs.size(); ++k)
+        std::cout << "  " << (k < m.output_names.size() ? m.output_names[k] : g.at(g.outputs[k]).name) << "  "
+                  << g.shape_of(g.outputs[k]).str() << "\n";
+
+    std::map<std::string, int> by_type, opaque;
+    std::map<std::string, std::vector<std::string>> opaque_names;
+    std::size_t weights = 0;
+    double parameters = 0;
+    for (const node& n : g.nodes) {
+        if (n.kind == node_kind::weight) {
+            ++weights;
+            for (const auto& s : n.shapes) parameters += static_cast<double>(s.elements());
+        } else if (n.kind == node_kind::op) {
+            ++by_type[std::string(n.type_name())];
+        } else if (n.kind == node_kind::opaque) {
+            std::string t = (n.opaque && !n.opaque->domain.empty() ? n.opaque->domain + "." : "") + std::string(n.type_name());
+            ++by_type[t + " (opaque)"];
+            ++opaque[t];
+            opaque_names[t].push_back(n.name);
+        }
+    }
+    std::vector<std::pair<std::string, int>> sorted(by_type.begin(), by_type.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    std::cout << "operators: " << g.op_count() << "\n";
+    for (const auto& [t, n] : sorted) std::cout << "  " << std::setw(6) << n << "  " << t << "\n";
+
+    backend::reference ref;
+    onnx::install_reference_ops(ref);
+    if (opaque.empty()) std::cout << "opaque operators: none (every operator is declared to tsopt and can be rewritten)\n";
+    else {
+        std::cout << "opaque operators (kept as they are, not rewritten; the graph around them still is):\n";
+        for (const auto& [t, n] : opaque) {
+            const auto& names = opaque_names[t];
+            std::cout << "  " << std::setw(6) << n << "  " << t << "  e.g. '" << names.front() << "'"
+                      << (ref.opaque_impls.count(t) ? "; runs on the host (reference implementation)"
+                                                    : "; no implementation: tsopt's backends cannot run it")
+                      << "\n";
+        }
+    }
+    std::cout << "weights: " << weights << " tensors, " << std::fixed << std::setprecision(3) << parameters / 1e6
+              << " M parameters\n";
+    cost::multi_dim<cost::analytical> md;
+    auto x = md.evaluate(g);
+    std::cout << std::setprecision(3) << "FLOPs: " << x.flops / 1e6 << " M (declared operators; opaque ones not counted)\n"
+              << "memory accesses: " << x.memory_bytes / 1e6 << " MB, kernel launches: " << std::setprecision(0)
+              << x.launches << ", peak memory: " << std::setprecision(3) << x.peak_bytes / 1e6 << " MB\n"
+              << "analytical cost estimate: " << x.time_ms << " ms (cost::analytical, default machine)\n";
+    return exit_code::ok;
+}
+
+}  // namespace tsopt::cli

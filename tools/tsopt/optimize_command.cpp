@@ -1,0 +1,436 @@
+// tsopt optimize: import, optimize, pick the fastest on the device, verify,
+// export, report. The work is tsopt::optimize (search), the backend's
+// pick_fastest (AutoGraph's on-board verification), the ONNX importer and
+// exporter and io/dot.hpp; this file sequences them and prints.
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <optional>
+
+#include "backends.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "progress.hpp"
+#include "tsopt/cost/multi_dim.hpp"
+#include "tsopt/cost/sum.hpp"
+#include "tsopt/io/dot.hpp"
+#include "tsopt/optimize.hpp"
+
+namespace tsopt::cli {
+
+const std::string_view optimize_help =
+    "usage: tsopt optimize IN.onnx -o OUT.onnx [options]\n"
+    "\n"
+    "Imports IN.onnx, searches for a faster equivalent graph with the verified rewrite rules built\n"
+    "into tsopt, checks that the result computes the same outputs as the original on random\n"
+    "inputs, and writes it to OUT.onnx. With --backend cpu (or cuda) operator costs are measured\n"
+    "on the device and the original and the best candidates are timed end to end: the fastest is\n"
+    "written, so the model never gets slower. Unknown ONNX operators are kept as they are.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT.onnx   where to write the optimized model (required)\n"
+    "  --backend B             cpu: oneDNN, measured costs (default); cuda: cuDNN/cuBLAS (needs a CUDA\n"
+    "                          build and a GPU); analytic: the analytical cost model, no device timing\n"
+    "  --alpha A               relaxation of the backtracking search, >= 1 (default 1.05; 1 is greedy)\n"
+    "  --budget SECONDS        search time budget (default 30)\n"
+    "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
+    "  --dims NAME=N,...       values for named symbolic dimensions\n"
+    "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
+    "  --dot DIR               write DIR/before.dot and DIR/after.dot (+ .svg with Graphviz): costs on\n"
+    "                          the nodes, rewritten regions highlighted\n"
+    "  --rules SET             axioms | generated | all (default: axiom-derived, plus the generated\n"
+    "                          tables once they are proven; `tsopt rules` lists them)\n"
+    "  --top-k K               candidates timed end to end besides the original (default 4)\n"
+    "  --reps N                timing rounds per candidate (default 20)\n"
+    "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
+    "  --seed S                seed of the random inputs and the search (default 1)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "Measured operator times are cached in $TSOPT_CACHE_DIR (default ~/.cache/tsopt).\n"
+    "Set OMP_NUM_THREADS to fix the number of threads oneDNN uses.\n";
+
+namespace {
+
+struct settings {
+    std::string in, out, backend, report, dot;
+    double alpha = 1.05, budget = 30, tolerance = 1e-4;
+    std::size_t top_k = 4;
+    int reps = 20;
+    std::uint64_t seed = 1;
+    examples::rule_source rules = examples::rule_source::axioms;
+    onnx::import_options import;
+};
+
+// What an optimization produced, whichever backend priced it.
+struct outcome {
+    graph chosen;
+    optimize_result result;
+    std::string cost_model;                 // "measured (dnnl)", "analytical"
+    double cost_before = 0, cost_after = 0; // cost-model ms
+    std::optional<double> ms_before, ms_after;  // end to end, on the device
+    std::size_t candidates = 1, chosen_index = 0, rejected = 0;
+    std::vector<double> candidate_ms;
+    double search_s = 0;
+    std::function<double(const graph&, std::size_t)> node_cost;  // for pictures
+    std::function<std::vector<tensor<float>>(const graph&, const std::vector<tensor<float>>&)> execute;
+    std::string executor;                   // who ran the verification
+};
+
+optimize_options search_options(const settings& s) {
+    return {.alpha = s.alpha, .budget = std::chrono::duration<double>(s.budget), .seed = s.seed, .top_k = s.top_k};
+}
+
+// The optimizer's best and its top-k, distinct and different from the original.
+std::vector<graph> candidates_of(const graph& original, const optimize_result& r) {
+    std::vector<graph> c{original};
+    std::vector<std::uint64_t> seen{original.structural_hash()};
+    auto add = [&](const graph& h) {
+        auto k = h.structural_hash();
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) return;
+        seen.push_back(k);
+        c.push_back(h);
+    };
+    add(r.optimized);
+    for (const auto& h : r.top_k) add(h);
+    return c;
+}
+
+template <class B>
+outcome run_measured(const settings& s, const graph& g, std::span<const rewrite::rule> rules, progress& prog,
+                     std::shared_ptr<B>& keep) {
+    typename B::options bo;
+    bo.verify_tolerance = s.tolerance;
+    keep = std::make_shared<B>(bo);
+    B& be = *keep;
+    install_opaque_ops(be);
+    auto measured = std::make_shared<cost::measured<B>>(be);
+
+    // Every operator of the input and of its preprocessed form, measured up
+    // front (the slow part on a cold cache), with a progress bar.
+    {
+        rewrite::fold_cache fc;
+        graph pre = rewrite::preprocess(g, fc);
+        std::size_t total = g.size() + pre.size(), k = 0;
+        for (const graph* h : std::initializer_list<const graph*>{&g, &pre}) {
+            auto constant = h->constant_mask();
+            for (std::size_t i = 0; i < h->size(); ++i, ++k) {
+                measured->operator_cost(*h, i, constant);
+                if (k % 4 == 0) prog.bar("measuring operators", k, total);
+            }
+        }
+        prog.clear();
+    }
+
+    outcome o;
+    o.cost_model = "measured (" + std::string(B::name) + ")";
+    prog.start_ticker("searching", s.budget);
+    const auto t0 = std::chrono::steady_clock::now();
+    o.result = optimize(g, rules, *measured, search_options(s));
+    o.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    prog.stop_ticker();
+
+    auto cands = candidates_of(g, o.result);
+    auto inputs = backend::random_inputs(g, s.seed);
+    prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
+    auto pick = be.pick_fastest(cands, inputs, s.reps);
+    prog.clear();
+    o.candidates = cands.size();
+    o.chosen_index = pick.best;
+    o.candidate_ms = pick.ms;
+    for (std::size_t c = 1; c < cands.size(); ++c) o.rejected += pick.rejected[c];
+    o.chosen = cands[pick.best];
+    o.ms_before = pick.ms[0];
+    o.ms_after = pick.ms[pick.best];
+    o.cost_before = measured->graph_cost(g);
+    o.cost_after = measured->graph_cost(o.chosen);
+    o.node_cost = [measured](const graph& h, std::size_t i) { return measured->operator_cost(h, i); };
+    o.execute = [&be](const graph& h, const std::vector<tensor<float>>& in) { return be.execute(h, in); };
+    o.executor = std::string(B::name);
+    return o;
+}
+
+outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite::rule> rules, progress& prog) {
+    outcome o;
+    o.cost_model = "analytical";
+    cost::analytical model;
+    prog.start_ticker("searching", s.budget);
+    const auto t0 = std::chrono::steady_clock::now();
+    o.result = optimize(g, rules, model, search_options(s));
+    o.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    prog.stop_ticker();
+    o.chosen = o.result.optimized;
+    o.chosen_index = o.result.report.improved ? 1 : 0;
+    o.candidates = o.result.report.improved ? 2 : 1;
+    o.cost_before = model.graph_cost(g);
+    o.cost_after = model.graph_cost(o.chosen);
+    o.node_cost = [model](const graph& h, std::size_t i) { return model.operator_cost(h, i); };
+    auto ref = std::make_shared<backend::reference>();
+    install_opaque_ops(*ref);
+    o.execute = [ref](const graph& h, const std::vector<tensor<float>>& in) { return ref->execute(h, in); };
+    o.executor = "reference";
+    return o;
+}
+
+void write_file(const std::string& path, const std::string& bytes, const char* what) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw write_error("cannot write " + std::string(what) + " '" + path + "'");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw write_error("writing " + std::string(what) + " '" + path + "' failed");
+}
+
+std::string op_counts_json(const graph& g) {
+    std::map<std::string, int> c;
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::op || n.kind == node_kind::opaque) ++c[std::string(n.type_name())];
+    json_object o;
+    for (const auto& [k, v] : c) o.num(k, v);
+    return o.str();
+}
+
+std::string metrics_json(const cost::metrics& m, std::size_t ops, std::optional<double> ms, double cost, const graph& g) {
+    json_object o;
+    o.raw("end_to_end_ms", ms ? json_number(*ms) : "null")
+        .num("cost_ms", cost)
+        .num("operators", static_cast<double>(ops))
+        .num("flops", m.flops)
+        .num("memory_bytes", m.memory_bytes)
+        .num("kernel_launches", m.launches)
+        .num("peak_memory_bytes", m.peak_bytes)
+        .raw("operator_counts", op_counts_json(g));
+    return o.str();
+}
+
+}  // namespace
+
+int optimize_command(int argc, char** argv, int first) {
+    args a(argc, argv, first,
+           {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--batch"}, {"--dims"}, {"--report"},
+            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"}});
+    settings s;
+    if (a.positional().size() != 1)
+        throw usage_error(a.positional().empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
+                                                 : "expected one input model, got " + std::to_string(a.positional().size()) +
+                                                       " arguments");
+    s.in = a.positional()[0];
+    s.out = a.str("--output");
+    if (s.out.empty()) throw usage_error("missing -o OUT.onnx (where to write the optimized model)");
+    s.backend = a.one_of("--backend", "cpu", {"cpu", "cuda", "analytic"});
+    s.alpha = a.number("--alpha", 1.05, 1.0);
+    s.budget = a.number("--budget", 30, 0.0, true);
+    s.tolerance = a.number("--tolerance", 1e-4, 0.0, true);
+    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0));
+    s.reps = static_cast<int>(a.integer("--reps", 20, 1));
+    s.seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
+    s.report = a.str("--report");
+    s.dot = a.str("--dot");
+    s.rules = rule_source_from(a);
+    s.import = import_options_from(a);
+
+    // Fail on an unwritable destination before the search, not after it.
+    for (const std::string& f : {s.out, s.report}) {
+        if (f.empty()) continue;
+        std::error_code ec;
+        auto parent = std::filesystem::path(f).parent_path();
+        if (!parent.empty() && !std::filesystem::is_directory(parent, ec) &&
+            (!std::filesystem::create_directories(parent, ec) || ec))
+            throw write_error("cannot create the directory of '" + f + "'" + (ec ? ": " + ec.message() : std::string()));
+        if (std::filesystem::is_directory(f, ec)) throw write_error("'" + f + "' is a directory");
+    }
+
+    progress prog;
+    auto model = load_model(s.in, s.import);
+    const graph& g = model.graph;
+    examples::example_rules rules(s.rules);
+
+    outcome o;
+    std::shared_ptr<void> device;  // keeps the device backend alive for verification and pictures
+    if (s.backend == "analytic") o = run_analytic(s, g, rules.rules(), prog);
+    else
+        with_device(s.backend, [&]<class B>() {
+            std::shared_ptr<B> be;
+            o = run_measured<B>(s, g, rules.rules(), prog, be);
+            device = be;
+            return 0;
+        });
+
+    // Export, import the bytes back, and compare the re-imported model's
+    // outputs with the original's on random inputs: this checks the search
+    // and the export together.
+    std::string bytes = onnx::to_bytes(o.chosen, onnx::options_for(model));
+    graph back;
+    try {
+        back = onnx::import_model(bytes, s.import).graph;
+    } catch (const std::exception& e) {
+        throw mismatch_error(std::string("the optimized model does not import back: ") + e.what());
+    }
+    auto inputs = backend::random_inputs(g, s.seed + 1);
+    prog.line("verifying outputs on random inputs");
+    auto want = o.execute(g, inputs);
+    auto got = o.execute(back, inputs_by_name(g, inputs, back, "optimized model"));
+    prog.clear();
+    const double err = max_relative_error(got, want);
+    const bool agree = err <= s.tolerance;
+
+    // Figures of both graphs (FLOPs, bytes, launches, peak memory).
+    cost::multi_dim<cost::analytical> md;
+    auto before = md.evaluate(g), after = md.evaluate(o.chosen);
+    const auto& rep = o.result.report;
+    const bool kept_original = o.chosen_index == 0;
+
+    if (agree) write_file(s.out, bytes, "the optimized model");
+
+    std::vector<io::picture> pictures;
+    if (!s.dot.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(s.dot, ec);
+        if (ec) throw write_error("--dot: cannot create directory '" + s.dot + "': " + ec.message());
+        auto costs = [&](const graph& h) {
+            std::vector<double> c(h.size());
+            for (std::size_t i = 0; i < h.size(); ++i) c[i] = o.node_cost(h, i);
+            return c;
+        };
+        auto title = [&](const char* which, const graph& h, double cost) {
+            std::ostringstream t;
+            t << s.in << " " << which << ": " << h.op_count() << " operators, cost " << std::setprecision(4) << cost
+              << " ms (" << o.cost_model << ")";
+            return t.str();
+        };
+        try {
+            pictures.push_back(io::write_picture(g, (std::filesystem::path(s.dot) / "before").string(),
+                                                 {.costs = costs(g), .title = title("before", g, o.cost_before)}));
+            pictures.push_back(io::write_picture(o.chosen, (std::filesystem::path(s.dot) / "after").string(),
+                                                 {.costs = costs(o.chosen),
+                                                  .highlight = io::changed_nodes(g, o.chosen),
+                                                  .title = title("after (rewritten regions in gold)", o.chosen, o.cost_after)}));
+        } catch (const error& e) {
+            throw write_error(std::string("--dot: ") + e.what());
+        }
+    }
+
+    // ---- summary --------------------------------------------------------
+    std::size_t opaque = 0;
+    for (const node& n : g.nodes) opaque += n.kind == node_kind::opaque;
+    auto& out = std::cout;
+    out << "tsopt optimize: " << s.in << " -> " << s.out << "\n"
+        << "  model: " << g.op_count() << " operators (" << opaque << " opaque), inputs";
+    for (value v : g.inputs()) out << " " << g.at(v).name << " " << g.shape_of(v).str();
+    out << "\n  backend: " << s.backend << ", cost model " << o.cost_model << "; " << rules.rules().size() << " rules ("
+        << rule_source_text(s.rules) << "); budget " << s.budget << " s, alpha " << s.alpha << "\n\n";
+    auto row = [&](const char* name, std::optional<double> x, std::optional<double> y, int prec) {
+        out << "  " << std::left << std::setw(30) << name << std::right << std::fixed << std::setprecision(prec);
+        if (x) out << std::setw(12) << *x;
+        else out << std::setw(12) << "-";
+        if (y) out << std::setw(12) << *y;
+        else out << std::setw(12) << "-";
+        if (x && y && *x > 0 && *y > 0) out << std::setw(9) << std::setprecision(2) << *x / *y << "x";
+        out << "\n";
+    };
+    out << "  " << std::left << std::setw(30) << "" << std::right << std::setw(12) << "before" << std::setw(12) << "after"
+        << std::setw(10) << "ratio" << "\n";
+    row("end-to-end time (ms, median)", o.ms_before, o.ms_after, 3);
+    row("cost (ms, sum of operators)", o.cost_before, o.cost_after, 3);
+    row("FLOPs (M)", before.flops / 1e6, after.flops / 1e6, 2);
+    row("memory accesses (MB)", before.memory_bytes / 1e6, after.memory_bytes / 1e6, 2);
+    row("kernel launches", before.launches, after.launches, 0);
+    row("operators", static_cast<double>(g.op_count()), static_cast<double>(o.chosen.op_count()), 0);
+    out << std::defaultfloat << std::setprecision(4) << "\n  search: " << o.search_s << " s (stopped: "
+        << search::to_string(rep.stopped) << "), " << rep.parts << " part(s), " << rep.expansions << " graphs expanded, "
+        << rep.generated << " generated, " << rep.dedup_hits << " duplicates\n";
+    if (!o.ms_before) out << "  end-to-end time: not measured (--backend analytic)\n";
+    else {
+        out << "  timed end to end (" << s.reps << " interleaved rounds): original " << o.candidate_ms[0] << " ms";
+        for (std::size_t c = 1; c < o.candidate_ms.size(); ++c)
+            if (std::isfinite(o.candidate_ms[c])) out << ", candidate " << c << " " << o.candidate_ms[c] << " ms";
+            else out << ", candidate " << c << " rejected";
+        out << "\n";
+        if (kept_original) out << "  kept the original: no candidate was faster end to end\n";
+    }
+    if (o.rejected)
+        std::cerr << "tsopt optimize: warning: " << o.rejected
+                  << " candidate(s) computed different outputs on the device and were rejected\n";
+    if (kept_original && rep.improved) {
+        out << "  the optimizer's best graph (cost " << rep.cost_before << " -> " << rep.cost_after
+            << " ms) was not faster end to end; its rules:";
+        for (const auto& [name, n] : rep.rule_uses) out << " " << n << " x " << name;
+        out << (rep.rule_uses.empty() ? " none (weight preprocessing only)" : "") << "\n";
+    }
+    if (kept_original || rep.rule_uses.empty()) out << "  rules used: none\n";
+    else {
+        out << "  rules used (" << (o.chosen_index == 1 ? "derivation of the chosen graph" : "derivation of the optimizer's best graph")
+            << "):\n";
+        std::vector<std::pair<std::string, int>> uses(rep.rule_uses.begin(), rep.rule_uses.end());
+        std::stable_sort(uses.begin(), uses.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+        for (const auto& [name, n] : uses) out << "    " << std::setw(4) << n << " x " << name << "\n";
+    }
+    out << std::scientific << std::setprecision(2) << "  verification: outputs of the written model vs the original on random inputs ("
+        << o.executor << "): max relative error " << err << " (tolerance " << s.tolerance << "): "
+        << (agree ? "equal" : "DIFFERENT") << "\n"
+        << std::defaultfloat;
+
+    if (!s.report.empty()) {
+        json_object rj;
+        json_object rules_used;
+        if (!kept_original)
+            for (const auto& [name, n] : rep.rule_uses) rules_used.num(name, n);
+        json_object search_j;
+        search_j.num("seconds", o.search_s)
+            .num("budget_seconds", s.budget)
+            .num("alpha", s.alpha)
+            .str("stopped", search::to_string(rep.stopped))
+            .num("parts", static_cast<double>(rep.parts))
+            .num("expansions", static_cast<double>(rep.expansions))
+            .num("generated", static_cast<double>(rep.generated))
+            .num("duplicates", static_cast<double>(rep.dedup_hits))
+            .num("rejected_applications", static_cast<double>(rep.rejected))
+            .num("pruned", static_cast<double>(rep.pruned))
+            .boolean("improved_cost", rep.improved);
+        std::string cand = "[";
+        for (std::size_t c = 0; c < o.candidate_ms.size(); ++c)
+            cand += (c ? ", " : "") + json_number(o.candidate_ms[c]);
+        cand += "]";
+        json_object ver;
+        ver.num("max_relative_error", err).num("tolerance", s.tolerance).boolean("equal", agree).str("executor", o.executor);
+        rj.str("tool", "tsopt 0.1.0")
+            .str("input", s.in)
+            .raw("output", agree ? json_string(s.out) : "null")
+            .str("backend", s.backend)
+            .str("cost_model", o.cost_model)
+            .str("rules", rule_source_text(s.rules))
+            .num("rule_count", static_cast<double>(rules.rules().size()))
+            .raw("before", metrics_json(before, g.op_count(), o.ms_before, o.cost_before, g))
+            .raw("after", metrics_json(after, o.chosen.op_count(), o.ms_after, o.cost_after, o.chosen))
+            .raw("speedup", o.ms_before && o.ms_after && *o.ms_after > 0 ? json_number(*o.ms_before / *o.ms_after) : "null")
+            .raw("search", search_j.str())
+            .raw("rules_used", rules_used.str())
+            .raw("candidate_ms", cand)
+            .num("chosen_candidate", static_cast<double>(o.chosen_index))
+            .boolean("kept_original", kept_original)
+            .num("rejected_candidates", static_cast<double>(o.rejected))
+            .raw("verification", ver.str());
+        std::string dots = "[";
+        for (std::size_t k = 0; k < pictures.size(); ++k) {
+            dots += (k ? ", " : "") + json_string(pictures[k].dot_path);
+            if (!pictures[k].svg_path.empty()) dots += ", " + json_string(pictures[k].svg_path);
+        }
+        rj.raw("pictures", dots + "]");
+        write_file(s.report, rj.str() + "\n", "the report");
+    }
+
+    if (!agree)
+        throw mismatch_error("the optimized model's outputs differ from the original's (max relative error " +
+                             std::to_string(err) + " > " + std::to_string(s.tolerance) + "); nothing written to " + s.out);
+    out << "  wrote " << s.out << " (" << bytes.size() << " bytes)";
+    if (!s.report.empty()) out << ", report " << s.report;
+    out << "\n";
+    for (const auto& p : pictures) {
+        out << "  picture: " << (p.svg_path.empty() ? p.dot_path : p.dot_path + ", " + p.svg_path) << "\n";
+        if (!p.note.empty()) out << "    (" << p.note << ")\n";
+    }
+    return exit_code::ok;
+}
+
+}  // namespace tsopt::cli
