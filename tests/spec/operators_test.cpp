@@ -572,3 +572,13 @@ TEST_CASE("every operator rejects the wrong number of inputs with its name and a
     CHECK_THROWS_WITH_AS(run<float>({op_kind::ewadd, {}, {a}}), "ewadd: ewadd takes 2 inputs, got 1", tsopt::error);
     CHECK_THROWS_WITH_AS(run<float>({op_kind::relu, {}, {a, a}}), contains("relu: relu takes 1"), tsopt::error);
 }
+
+TEST_CASE("every declaration has a shape rule, semantics in both number systems and a flops count") {
+    for (const op_decl* d : operators) {
+        INFO(d->name);
+        CHECK(d->infer != nullptr);
+        CHECK(d->eval_float != nullptr);
+        CHECK(d->eval_modp != nullptr);
+        CHECK(d->flops != nullptr);
+    }
+}
