@@ -576,9 +576,9 @@ TEST_CASE("every operator rejects the wrong number of inputs with its name and a
 TEST_CASE("every declaration has a shape rule, semantics in both number systems and a flops count") {
     for (const op_decl* d : operators) {
         INFO(d->name);
-        CHECK(d->infer != nullptr);
-        CHECK(d->eval_float != nullptr);
-        CHECK(d->eval_modp != nullptr);
-        CHECK(d->flops != nullptr);
+        CHECK(static_cast<bool>(d->infer));
+        CHECK(static_cast<bool>(d->eval_float));
+        CHECK(static_cast<bool>(d->eval_modp));
+        CHECK(static_cast<bool>(d->flops));
     }
 }
