@@ -131,6 +131,7 @@ std::vector<sample> samples() {
         {op_kind::pad, params({1, 0, 2, 1}), {{1, 2, 2, 2}}},
         {op_kind::slice, params({0, 1, 0, 0, 1, 3, 0, 0}), {{2, 3}}},
         {op_kind::overwrite, params({1, 0}), {{3, 2}, {1, 2}}},
+        {op_kind::reorder, {}, {{1, 2, 3, 2}}},
     };
 }
 

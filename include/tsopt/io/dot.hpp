@@ -6,8 +6,9 @@
 //   auto pic = tsopt::io::write_picture(optimized, "out/resnet", {.costs = per_node_ms, .highlight = changed});
 //   // pic.svg_path is empty (and pic.note says why) when `dot` is missing
 //
-// Node labels: name, operator, parameters, output shape(s), and the cost when
-// a per-node cost vector is given. Highlighted nodes (e.g. the regions a
+// Node labels: name, operator, parameters, output shape(s) with a
+// non-default layout (NHWC, col-major), and the cost when a per-node cost
+// vector is given. Highlighted nodes (e.g. the regions a
 // rewrite produced) are filled gold.
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +99,9 @@ inline std::string to_dot(const graph& g, const dot_options& o = {}) {
                      std::to_string(n.opaque->attribute_count) + " attributes)";
         }
         label += "\n" + detail::shapes_text(n);
+        // Non-default storage is what a layout move changed: show it.
+        if (n.out_layout == spec::layout::nhwc && n.shapes[0].rank == 4) label += " NHWC";
+        else if (n.out_layout == spec::layout::col_major && n.shapes[0].rank >= 2) label += " col-major";
         if (i < o.costs.size()) {
             std::ostringstream c;
             c.precision(3);

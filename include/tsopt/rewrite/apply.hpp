@@ -16,10 +16,14 @@
 // operator, parameters and inputs) is reused instead of duplicated.
 //
 // Layouts (TASO §5): with `layouts` on, every new operator node whose
-// declaration supports several layouts (op_decl::layouts: matmul row/column
-// major, conv NCHW/NHWC) is tried in each of them, one graph per combination
-// (at most `max_layout_variants`). Layouts are physical only: values never
-// change, only what cost models see.
+// layout changes how it computes (matmul row/column major, conv NCHW/NHWC)
+// is tried in each layout its declaration supports for its output shape, one
+// graph per combination (at most `max_layout_variants`). New layout-neutral
+// nodes (activations, element-wise, pools, concat) follow the layout of their
+// inputs, so a rewrite inside an NHWC region stays NHWC without a search
+// step. Layouts are physical only: values never change, only what cost
+// models see; rewrite::explicit_conversions (layout.hpp) then turns the
+// mismatches a variant creates into reorder nodes.
 #include <bit>
 #include <optional>
 #include <string>
@@ -45,6 +49,28 @@ inline std::vector<spec::layout> supported_layouts(spec::op_kind k) {
         if (m & (1u << b)) r.push_back(static_cast<spec::layout>(b));
     return r;
 }
+
+// Whether layout l means anything for a value of shape s: NHWC is a layout of
+// rank-4 (image) tensors, column-major of matrices (rank >= 2).
+inline bool layout_fits(spec::layout l, const shape& s) {
+    switch (l) {
+        case spec::layout::nhwc: return s.rank == 4;
+        case spec::layout::col_major: return s.rank >= 2;
+        default: return true;
+    }
+}
+
+// The layouts of supported_layouts(k) that fit an output of shape s.
+inline std::vector<spec::layout> supported_layouts(spec::op_kind k, const shape& s) {
+    std::vector<spec::layout> r;
+    for (auto l : supported_layouts(k))
+        if (layout_fits(l, s)) r.push_back(l);
+    return r;
+}
+
+// Operators whose kernel differs with the layout (not just the addressing):
+// the layouts of new ones are enumerated by apply_all.
+inline bool layout_sensitive(spec::op_kind k) { return k == spec::op_kind::conv2d || k == spec::op_kind::matmul; }
 
 namespace detail {
 
@@ -179,6 +205,9 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         } catch (const error& e) {
             return fail(std::string("target does not fit: ") + e.what());
         }
+        if (!layout_sensitive(n.op) && spec::decl(n.op).layouts == spec::image_layouts && n.shapes[0].rank == 4)
+            for (value v : n.inputs)
+                if (ng.at(v).out_layout == spec::layout::nhwc && ng.shape_of(v).rank == 4) n.out_layout = spec::layout::nhwc;
         made[i] = {static_cast<std::int32_t>(ng.nodes.size()), 0};
         b.fresh.push_back(made[i].node);
         ng.nodes.push_back(std::move(n));
@@ -209,7 +238,7 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
             node& tn = ng.nodes[static_cast<std::size_t>(to.node)];
             tn.name = ng.at(from).name;
             spec::layout l = ng.at(from).out_layout;
-            for (auto s : supported_layouts(tn.op))
+            for (auto s : supported_layouts(tn.op, tn.shapes[0]))
                 if (s == l) tn.out_layout = l;
         }
     }
@@ -239,7 +268,9 @@ inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const 
     std::vector<std::pair<std::int32_t, std::vector<spec::layout>>> choices;
     if (o.layouts)
         for (auto id : b->fresh) {
-            auto ls = supported_layouts(b->g.nodes[static_cast<std::size_t>(id)].op);
+            const node& fn = b->g.nodes[static_cast<std::size_t>(id)];
+            if (!layout_sensitive(fn.op)) continue;
+            auto ls = supported_layouts(fn.op, fn.shapes[0]);
             if (ls.size() > 1) choices.push_back({id, std::move(ls)});
         }
     out.push_back(b->g.compacted());

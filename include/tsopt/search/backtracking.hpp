@@ -208,7 +208,8 @@ public:
                 for (const auto& m : ms) {
                     auto outs = rewrite::apply_all(ix, r, m, {.layouts = layouts_});
                     if (outs.empty()) { ++res.rep.rejected; continue; }
-                    for (auto& o : outs) consider(std::move(o), hist, static_cast<int>(ri));
+                    for (auto& o : outs)
+                        consider(layouts_ ? rewrite::explicit_conversions(std::move(o)) : std::move(o), hist, static_cast<int>(ri));
                 }
                 if (std::chrono::steady_clock::now() - t0 > budget_) break;
             }
@@ -220,7 +221,7 @@ public:
         res.rep.cost_after = best_cost;
         for (std::int64_t h = best_hist; h > 0; h = history[static_cast<std::size_t>(h)].parent) {
             int ri = history[static_cast<std::size_t>(h)].rule;
-            res.rep.rule_uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string("layout: transpose as view")]++;
+            res.rep.rule_uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string("layout move")]++;
         }
         for (auto& [c, h, gg] : top) res.top_k.push_back(std::move(gg));
         res.rep.elapsed = std::chrono::steady_clock::now() - t0;

@@ -28,6 +28,8 @@ enum class op_kind : std::uint8_t {
     sigmoid, tanh, batchnorm, reshape, softmax, pad,
     // Sub-tensor operators of PET's correction kernels (pet/correction.hpp).
     slice, overwrite,
+    // Explicit layout conversion (rewrite/layout.hpp): the identity on values.
+    reorder,
     count_
 };
 inline constexpr int op_count = static_cast<int>(op_kind::count_);
@@ -52,6 +54,10 @@ enum class activation : std::int32_t { none = 0, relu = 1, sigmoid = 2, tanh = 3
 enum class layout : std::uint8_t { row_major = 0, col_major = 1, nchw = 0, nhwc = 2 };
 using layout_mask = std::uint8_t;
 inline constexpr layout_mask any_layout = 0xff;
+// NCHW or NHWC: operators on image tensors whose kernels exist in both
+// (conv, pools, activations, element-wise, channel concat). NHWC applies to
+// rank-4 values only; other ranks stay in the default layout.
+inline constexpr layout_mask image_layouts = static_cast<layout_mask>((1 << int(layout::nchw)) | (1 << int(layout::nhwc)));
 
 struct param_decl {
     std::string_view name;

@@ -25,7 +25,7 @@ inline constexpr std::array<const op_decl*, op_count> operators{
     &relu_decl, &avgpool_decl, &maxpool_decl, &concat_decl, &split_decl,
     &cpool_decl, &iconv_decl, &imatmul_decl, &iewmul_decl,
     &sigmoid_decl, &tanh_decl, &batchnorm_decl, &reshape_decl, &softmax_decl, &pad_decl,
-    &slice_decl, &overwrite_decl};
+    &slice_decl, &overwrite_decl, &reorder_decl};
 
 namespace detail {
 consteval bool registry_is_consistent() {

@@ -5,6 +5,7 @@
 //   enlarge    zero fill, then reorder of the kernel into the centred window
 //   pad        zero fill, then reorder of the input into the interior
 //   reshape    a view: the row-major input buffer with new extents (no step)
+//   reorder    the explicit layout conversion: a reorder into NHWC or row-major
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -72,5 +73,15 @@ inline void lower_pad(lowering& L, std::size_t i) {
 }
 
 inline void lower_reshape(lowering& L, std::size_t i) { L.set(i, 0, L.plain(L.in(i, 0), L.out_dims(i), i)); }
+
+// The explicit layout conversion (rewrite/layout.hpp): a reorder into NHWC
+// for an NHWC node, into row-major otherwise (shared with any implicit
+// conversion of the same value to the same layout).
+inline void lower_layout_reorder(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    dims d = L.out_dims(i);
+    const bool nhwc = n.out_layout == spec::layout::nhwc && d.size() == 4;
+    L.set(i, 0, L.convert(L.in(i, 0), nhwc ? dn::memory::desc(d, f32, tag::nhwc) : plain_md(d), i));
+}
 
 }  // namespace tsopt::backend::dnnl_impl

@@ -5,6 +5,8 @@
 // counterpart for (enlarge, the constant operators) are precomputed into
 // initializers when their inputs are weights, and otherwise expressed with
 // Pad; opaque nodes come back as the ONNX nodes they were, attributes and all.
+// Non-default layouts become Transpose pairs (exporter::express_layout); a
+// reorder node is an Identity plus that pair.
 #include <fstream>
 #include <map>
 #include <set>
@@ -68,7 +70,11 @@ public:
                 case node_kind::weight: initializer(v0, *n.data); break;
                 case node_kind::op:
                     if (folds(n, constant[i])) initializer(v0, fold(i));
-                    else emit_op(i);
+                    else {
+                        const int first = gp_->node_size();
+                        emit_op(i);
+                        express_layout(i, first);
+                    }
                     break;
                 case node_kind::opaque:
                     emit_opaque(i);
@@ -292,6 +298,8 @@ private:
                 break;
             }
             case K::softmax: int1(emit("Softmax"), "axis", p[spec::softmax_p::axis]); break;
+            // The value is unchanged; its storage is expressed by express_layout.
+            case K::reorder: emit("Identity"); break;
             case K::pad: {
                 using namespace spec::pad_p;
                 in.push_back(int_initializer(n.name + "/pads", {0, 0, p[top], p[left], 0, 0, p[bottom], p[right]}));
@@ -325,6 +333,51 @@ private:
             a->add_output(out);
         }
         add_value_info(i);
+    }
+
+    // ONNX tensors are logical (ONNX operators compute NCHW, row-major), so a
+    // node stored in another layout (NHWC image, column-major matrix) is
+    // written as its ONNX computation followed by a Transpose into the
+    // physical order (`<name>/nhwc`, `<name>/col_major`: the buffer as a
+    // layout-aware runtime holds it) and the Transpose back that the logical
+    // readers see. Runtimes cancel the pair; the layout decision and every
+    // explicit reorder stay visible in the model. `first` is the index of the
+    // first ONNX node emit_op wrote for node i.
+    void express_layout(std::size_t i, int first) {
+        const node& n = g_.nodes[i];
+        const shape& s = n.shapes[0];
+        std::vector<std::int64_t> to, back;
+        std::string suffix;
+        if (n.out_layout == spec::layout::nhwc && s.rank == 4) {
+            to = {0, 2, 3, 1};
+            back = {0, 3, 1, 2};
+            suffix = "/nhwc";
+        } else if (n.out_layout == spec::layout::col_major && s.rank >= 2) {
+            for (int k = 0; k < s.rank; ++k) to.push_back(k);
+            std::swap(to[static_cast<std::size_t>(s.rank - 2)], to[static_cast<std::size_t>(s.rank - 1)]);
+            back = to;
+            suffix = "/col_major";
+        } else {
+            return;
+        }
+        if (n.num_outputs() != 1)
+            throw error(n.describe() + ": cannot express a " + suffix.substr(1) + " layout of a multi-output operator in ONNX");
+        const std::string out = tensor_name({static_cast<std::int32_t>(i), 0});
+        const std::string computed = unique(out + "/computed"), physical = unique(out + suffix);
+        for (int k = first; k < gp_->node_size(); ++k)
+            for (auto& o : *gp_->mutable_node(k)->mutable_output())
+                if (o == out) o = computed;
+        auto* t = add_node("Transpose", n.name + suffix);
+        t->add_input(computed);
+        t->add_output(physical);
+        ints(t, "perm", to);
+        shape ps;
+        for (auto a : to) ps.push_back(s[static_cast<int>(a)]);
+        value_info(gp_->add_value_info(), physical, ps);
+        auto* b = add_node("Transpose", n.name + suffix + "/view");
+        b->add_input(physical);
+        b->add_output(out);
+        ints(b, "perm", back);
     }
 
     // Shapes of intermediate values, so a re-import knows opaque nodes' shapes.

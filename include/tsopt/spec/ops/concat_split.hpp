@@ -80,7 +80,7 @@ inline constexpr op_decl concat_decl{
     // Linear in all inputs jointly, like ewadd, but not in each input
     // separately: concat(a + b, y) != concat(a, y) + concat(b, y).
     .params = {param_decl{"axis", ops::axes4}}, .num_params = 1, .cls = op_class::data_movement, .multilinear = false,
-    .infer = ops::concat_shape, .eval_float = ops::concat_eval<float>, .eval_modp = ops::concat_eval<modp>,
+    .layouts = image_layouts, .infer = ops::concat_shape, .eval_float = ops::concat_eval<float>, .eval_modp = ops::concat_eval<modp>,
     .flops = detail::no_flops};
 
 inline constexpr op_decl split_decl{

@@ -105,7 +105,7 @@ inline constexpr op_decl conv2d_decl{
                param_decl{"pad", detail::off_on}, param_decl{"act", detail::off_on},
                param_decl{"dil_h", detail::one, 1}, param_decl{"dil_w", detail::one, 1}},
     .num_params = 6, .cls = op_class::linear, .multilinear = true,
-    .layouts = static_cast<layout_mask>((1 << int(layout::nchw)) | (1 << int(layout::nhwc))),
+    .layouts = image_layouts,
     .infer = ops::conv2d_shape, .eval_float = ops::conv2d_eval<float>, .eval_modp = ops::conv2d_eval<modp>,
     .flops = ops::conv2d_flops};
 

@@ -72,14 +72,14 @@ inline constexpr op_decl ewadd_decl{
     .kind = op_kind::ewadd, .name = "ewadd", .math = "x + y (element-wise, broadcasting)",
     .min_inputs = 2, .max_inputs = 2, .input_names = {"x", "y"},
     .cls = op_class::elementwise, .multilinear = false,
-    .infer = ops::binary_shape, .eval_float = ops::ewadd_eval<float>, .eval_modp = ops::ewadd_eval<modp>,
+    .layouts = image_layouts, .infer = ops::binary_shape, .eval_float = ops::ewadd_eval<float>, .eval_modp = ops::ewadd_eval<modp>,
     .flops = detail::elements_flops};
 
 inline constexpr op_decl ewmul_decl{
     .kind = op_kind::ewmul, .name = "ewmul", .math = "x * y (element-wise, broadcasting)",
     .min_inputs = 2, .max_inputs = 2, .input_names = {"x", "y"},
     .cls = op_class::elementwise, .multilinear = true,
-    .infer = ops::binary_shape, .eval_float = ops::ewmul_eval<float>, .eval_modp = ops::ewmul_eval<modp>,
+    .layouts = image_layouts, .infer = ops::binary_shape, .eval_float = ops::ewmul_eval<float>, .eval_modp = ops::ewmul_eval<modp>,
     .flops = detail::elements_flops};
 
 inline constexpr op_decl smul_decl{
@@ -92,18 +92,18 @@ inline constexpr op_decl smul_decl{
 inline constexpr op_decl relu_decl{
     .kind = op_kind::relu, .name = "relu", .math = "max(x, 0)",
     .input_names = {"x"}, .cls = op_class::elementwise,
-    .infer = ops::same_shape, .eval_float = ops::unary_eval<float, 1>, .eval_modp = ops::unary_eval<modp, 1>,
+    .layouts = image_layouts, .infer = ops::same_shape, .eval_float = ops::unary_eval<float, 1>, .eval_modp = ops::unary_eval<modp, 1>,
     .flops = detail::elements_flops};
 
 inline constexpr op_decl sigmoid_decl{
     .kind = op_kind::sigmoid, .name = "sigmoid", .math = "1 / (1 + exp(-x))",
-    .input_names = {"x"}, .cls = op_class::elementwise, .generated = false,
+    .input_names = {"x"}, .cls = op_class::elementwise, .layouts = image_layouts, .generated = false,
     .infer = ops::same_shape, .eval_float = ops::unary_eval<float, 2>, .eval_modp = ops::unary_eval<modp, 2>,
     .flops = detail::elements_flops};
 
 inline constexpr op_decl tanh_decl{
     .kind = op_kind::tanh, .name = "tanh", .math = "tanh(x)",
-    .input_names = {"x"}, .cls = op_class::elementwise, .generated = false,
+    .input_names = {"x"}, .cls = op_class::elementwise, .layouts = image_layouts, .generated = false,
     .infer = ops::same_shape, .eval_float = ops::unary_eval<float, 3>, .eval_modp = ops::unary_eval<modp, 3>,
     .flops = detail::elements_flops};
 

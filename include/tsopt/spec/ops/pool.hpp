@@ -70,13 +70,13 @@ inline constexpr std::array<param_decl, max_params> pool_params{
 inline constexpr op_decl avgpool_decl{
     .kind = op_kind::avgpool, .name = "avgpool", .math = "act(mean over kh x kw windows, padding counted)",
     .input_names = {"x"}, .params = pool_params, .num_params = 6, .cls = op_class::linear, .multilinear = true,
-    .infer = ops::pool_shape, .eval_float = ops::pool_eval<float, false>, .eval_modp = ops::pool_eval<modp, false>,
+    .layouts = image_layouts, .infer = ops::pool_shape, .eval_float = ops::pool_eval<float, false>, .eval_modp = ops::pool_eval<modp, false>,
     .flops = ops::pool_flops};
 
 inline constexpr op_decl maxpool_decl{
     .kind = op_kind::maxpool, .name = "maxpool", .math = "act(max over kh x kw windows)",
     .input_names = {"x"}, .params = pool_params, .num_params = 6, .cls = op_class::nonlinear,
-    .infer = ops::pool_shape, .eval_float = ops::pool_eval<float, true>, .eval_modp = ops::pool_eval<modp, true>,
+    .layouts = image_layouts, .infer = ops::pool_shape, .eval_float = ops::pool_eval<float, true>, .eval_modp = ops::pool_eval<modp, true>,
     .flops = ops::pool_flops};
 
 }  // namespace tsopt::spec

@@ -1,7 +1,10 @@
 #pragma once
 // Data-layout operators: transpose (a permutation packed into one parameter,
-// see pack_perm), reshape (target extents in the parameters) and pad (zero
-// padding of the two spatial axes of an NCHW tensor).
+// see pack_perm), reshape (target extents in the parameters), pad (zero
+// padding of the two spatial axes of an NCHW tensor) and reorder (the explicit
+// layout conversion of TASO §5: the value is unchanged, only its storage
+// becomes the node's out_layout, so rules never need it and it is not
+// generated; cost models price the copy it is).
 #include <initializer_list>
 
 #include "tsopt/spec/ops/detail.hpp"
@@ -102,6 +105,11 @@ void pad_eval(const op_params& p, std::span<const tensor<T>* const> in, std::spa
             std::copy_n(x.data.begin() + (c * H + y) * W, W, o.data.begin() + (c * OH + y + p[top]) * OW + p[left]);
 }
 
+inline std::string reorder_shape(const op_params&, std::span<const shape> in, std::span<shape> out) {
+    out[0] = in[0];
+    return {};
+}
+
 inline constexpr std::int32_t transposes[] = {pack_perm({1, 0}), pack_perm({0, 2, 1})};
 
 }  // namespace ops
@@ -128,6 +136,13 @@ inline constexpr op_decl pad_decl{
     .params = {param_decl{"top"}, param_decl{"bottom"}, param_decl{"left"}, param_decl{"right"}}, .num_params = 4,
     .cls = op_class::data_movement, .multilinear = true, .generated = false,
     .infer = ops::pad_shape, .eval_float = ops::pad_eval<float>, .eval_modp = ops::pad_eval<modp>,
+    .flops = detail::no_flops};
+
+// Every layout: a reorder converts into any of them.
+inline constexpr op_decl reorder_decl{
+    .kind = op_kind::reorder, .name = "reorder", .math = "x, stored in the node's layout",
+    .input_names = {"x"}, .cls = op_class::data_movement, .multilinear = true, .generated = false,
+    .infer = ops::reorder_shape, .eval_float = ops::copy_eval<float>, .eval_modp = ops::copy_eval<modp>,
     .flops = detail::no_flops};
 
 }  // namespace tsopt::spec
