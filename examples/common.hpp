@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -69,6 +70,7 @@ struct settings {
     std::string backend = "cpu";
     rule_source rules = rule_source::axioms;
     bool quick = false;
+    bool profile = false;  // print where end-to-end time goes, per operator kind
     int reps = 20;             // interleaved end-to-end rounds
     std::size_t top_k = 4;     // candidates verified on the board
     double tolerance = 1e-4;   // relative error allowed between original and optimized outputs
@@ -98,6 +100,7 @@ inline std::string usage(std::string_view model) {
        << "  --partition N      partition graphs above N operators (default 30)\n"
        << "  --seed S           seed of weights, inputs and search (default 1)\n"
        << "  --quick            small sizes and a tiny budget (CI smoke test)\n"
+       << "  --profile          per-operator-kind time of the original and the optimizer's graphs\n"
        << "  --help             this text\n"
        << "Set OMP_NUM_THREADS to fix the number of threads oneDNN uses.\n";
     return os.str();
@@ -155,6 +158,7 @@ inline settings parse(std::string_view model, int argc, char** argv) {
         };
         if (a == "--help" || a == "-h") s.help = true;
         else if (a == "--quick") s.quick = true;
+        else if (a == "--profile") s.profile = true;
         else if (a == "--batch") s.batch = positive(detail::number<int>(a, value()));
         else if (a == "--image") s.image = positive(detail::number<int>(a, value()));
         else if (a == "--width-div") width_div = positive(detail::number<int>(a, value()));
@@ -288,6 +292,36 @@ inline void print_table(std::ostream& os, const graph_figures& b, const graph_fi
     row("operators", static_cast<double>(b.ops), static_cast<double>(o.ops), 0);
 }
 
+// Per-step times of g's plan (Backend::profile) summed per operator kind and
+// step, largest first: where the end-to-end time goes.
+template <class Backend>
+void print_profile(std::ostream& os, Backend& be, const graph& g, std::span<const tensor<float>> in, int reps,
+                   const std::string& title) {
+    if constexpr (requires { be.profile(g, in, reps); }) {
+        auto steps = be.profile(g, in, reps);
+        struct row { double ms = 0; int count = 0; };
+        std::map<std::string, row> by;
+        double total = 0;
+        for (auto& st : steps) {
+            std::string k = st.node >= 0 ? std::string(g.nodes[static_cast<std::size_t>(st.node)].type_name()) : "?";
+            k += st.conversion ? " / conversion " + st.what : " / " + st.what;
+            by[k].ms += st.ms;
+            ++by[k].count;
+            total += st.ms;
+        }
+        std::vector<std::pair<std::string, row>> rows(by.begin(), by.end());
+        std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
+        os << "\nprofile of " << title << ": " << steps.size() << " steps, " << std::fixed << std::setprecision(3) << total
+           << " ms summed (minimum per step over " << reps << " runs)\n";
+        for (auto& [k, r] : rows)
+            os << "  " << std::left << std::setw(44) << k << std::right << std::setw(6) << r.count << std::setw(12)
+               << r.ms << " ms" << std::setw(7) << std::setprecision(1) << 100 * r.ms / std::max(total, 1e-12) << " %"
+               << std::setprecision(3) << "\n";
+    } else {
+        os << "\nprofile: the " << Backend::name << " backend has no per-step profile\n";
+    }
+}
+
 template <class Backend>
 int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     using clock = std::chrono::steady_clock;
@@ -392,6 +426,10 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     out << std::scientific << std::setprecision(2) << "outputs: relative error " << err << " (tolerance " << s.tolerance
         << "): " << (agree ? "agree" : "DISAGREE") << "\n";
     if (wrong) out << "ERROR: " << wrong << " optimized candidate(s) computed different outputs\n";
+    if (s.profile) {
+        print_profile(out, be, g, inputs, s.reps, "the original");
+        if (cands.size() > 1 && !pick.rejected[1]) print_profile(out, be, cands[1], inputs, s.reps, "the optimizer's graph");
+    }
 
     const double ratio = best.end_to_end_ms > 0 ? base.end_to_end_ms / best.end_to_end_ms : 1;
     out << std::fixed << std::setprecision(3) << "\nsummary: " << info.name << " " << base.end_to_end_ms << " ms -> "

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "tsopt/core/graph.hpp"
 #include "tsopt/core/tensor.hpp"
 
@@ -26,6 +30,33 @@ inline double median(std::vector<double> v) {
     std::size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
+
+// The smallest of v (0 when empty). Per-operator timings use it: on a shared
+// machine a round is only ever slowed down (a descheduled thread, another
+// process's cache traffic), so the minimum is the estimate least disturbed by
+// load; a median of a few rounds follows whatever the load was meanwhile.
+inline double minimum(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+// Writes back and evicts [p, p + bytes) from every cache level, so the next
+// read comes from memory. x86 only (clflush); elsewhere a no-op, and timings
+// are then cache-hot.
+inline void evict_from_cache(const void* p, std::size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+    const auto* c = static_cast<const char*>(p);
+    for (std::size_t o = 0; o < bytes; o += 64) _mm_clflush(c + o);
+    if (bytes) _mm_clflush(c + bytes - 1);
+    _mm_mfence();
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+inline constexpr bool can_evict_from_cache =
+#if defined(__x86_64__) || defined(__i386__)
+    true;
+#else
+    false;
+#endif
 
 // Calls round() (returning the ms it measured) at least o.min_reps and at
 // most o.max_reps times, stopping once o.min_time_ms were measured in all;

@@ -106,6 +106,7 @@ struct plan_stats {
     std::size_t persistent_bytes = 0;  // converted constants (weights are read in place)
     std::size_t scratch_bytes = 0;     // one scratchpad shared by all primitives
     std::size_t primitives = 0, conversions = 0, custom_steps = 0, fallbacks = 0;
+    std::size_t fused_ops = 0;  // operators run as post-ops of their producer's primitive
 };
 
 class plan {
@@ -117,6 +118,7 @@ public:
     std::vector<tref> inputs;                      // in g.inputs() order
     std::vector<std::pair<tref, shape>> outputs;   // plain, in g.outputs order
     std::vector<std::shared_ptr<const tensor<float>>> keep;  // constants read in place
+    std::vector<std::pair<std::int32_t, std::int32_t>> fused;  // (node, the node whose primitive runs it)
     plan_stats stats;
 
     explicit plan(dn::engine e) : eng(std::move(e)), strm(eng) {}
@@ -221,14 +223,37 @@ public:
     std::vector<bool> constant;
     std::vector<std::vector<tref>> vals;  // per node, per output
     std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
+    std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
 
     lowering(plan& pl, const graph& gr, const opaque_map& op)
-        : p(pl), g(gr), opaque(op), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()) {}
+        : p(pl), g(gr), opaque(op), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
+          consumers(gr.consumers()), absorbed(gr.size(), false) {}
+
+    // Node `into` runs node `n` inside its primitive; n's value is `r`.
+    void absorb(std::size_t n, std::size_t into, const tref& r) {
+        absorbed[n] = true;
+        set(n, 0, r);
+        p.fused.push_back({static_cast<std::int32_t>(n), static_cast<std::int32_t>(into)});
+        ++p.stats.fused_ops;
+    }
+    bool is_graph_output(std::size_t n) const {
+        for (value v : g.outputs)
+            if (static_cast<std::size_t>(v.node) == n) return true;
+        return false;
+    }
 
     const node& at(std::size_t i) const { return g.nodes[i]; }
     tref in(std::size_t i, int slot) const {
         value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
         return vals[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)];
+    }
+    // Input `slot` of node i already has a buffer (its producer came earlier
+    // in the topological order).
+    bool lowered(std::size_t i, int slot) const {
+        value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
+        const auto& o = vals[static_cast<std::size_t>(v.node)];
+        return static_cast<std::size_t>(v.output) < o.size() && o[static_cast<std::size_t>(v.output)].buf >= 0;
     }
     bool is_const(std::size_t i, int slot) const {
         return constant[static_cast<std::size_t>(g.nodes[i].inputs[static_cast<std::size_t>(slot)].node)];
