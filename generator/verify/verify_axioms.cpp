@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
     if (validate) {
         double total = 0;
         for (const auto& a : axioms) {
-            auto r = gen::check_axiom(a, opt);
+            // Axioms about grouped convolutions have no instance in TASO's model.
+            gen::check_options o = opt;
+            if (spec::outside_taso_model(a.name)) o.typing = spec::full_semantics;
+            auto r = gen::check_axiom(a, o);
             total += r.seconds;
             std::printf("%-28s %-6s combos %4ld instances %6ld rejected %8ld %7.2fs %s\n", r.name.c_str(),
                         r.ok ? "ok" : "FAILED", r.param_combinations, r.instances, r.shape_rejected, r.seconds,
