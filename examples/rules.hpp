@@ -10,6 +10,9 @@
 //         or sum convolutions (conv-concat-weight, conv-concat-sum,
 //         conv-distrib-ewadd-*),
 //       - matmuls 2-D (matmul-concat-sum, matmul-concat-cols);
+//     axioms outside TASO's model (spec::full_semantics_only, e.g.
+//     conv-concat-grouped, which merges parallel convs into one grouped conv)
+//     carry their own conditions and get no others;
 //  2. compositions of two axioms that fuse operators sharing an input while
 //     their results are read separately (TASO's multi-output rules). Each is
 //     one axiom read right to left followed by split-concat inversion:
@@ -120,6 +123,9 @@ inline std::vector<spec::condition> restricted_model(const spec::axiom& a) {
     // Equal shapes for every pair of element-wise operands the axiom may combine.
     auto shapes = cat({rewrite::same_shape(X, Y), rewrite::same_shape(Z, W), rewrite::same_shape(Y, Z)});
     const std::string_view n = a.name;
+    // Its own conditions (equal group counts and sizes) are what makes it
+    // sound; equal-shape conditions would stop it matching any conv.
+    if (spec::outside_taso_model(n)) return {};
     if (n == "conv-concat-weight") return cat({{ungrouped(Y, X), ungrouped(Z, X)}});
     if (n == "conv-concat-sum") return cat({{ungrouped(Y, X), ungrouped(W, Z)}, rewrite::same_shape(Y, W)});
     if (n == "conv-distrib-ewadd-weight") return cat({{ungrouped(Y, X), ungrouped(Z, X)}, rewrite::same_shape(Y, Z)});
