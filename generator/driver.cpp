@@ -139,7 +139,9 @@ std::string run_result::summary_text() const {
     if (verified)
         s << "verified: " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
           << " not attempted (budget); slowest proof " << max_proof_seconds << " s, " << near_limit
-          << " proofs over half the limit\n";
+          << " proofs over half the limit; most Z3 resources of a proof " << max_proof_rlimit
+          << (wall_guard_hits ? ", " + std::to_string(wall_guard_hits) + " queries ended by the wall-clock guard" : std::string())
+          << "\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
     s << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
@@ -164,6 +166,8 @@ std::string run_result::summary_json() const {
       << "  \"rejected\": " << unproven + timeouts + skipped << ",\n"
       << "  \"max_proof_seconds\": " << max_proof_seconds << ",\n"
       << "  \"proofs_near_limit\": " << near_limit << ",\n"
+      << "  \"max_proof_rlimit\": " << max_proof_rlimit << ",\n"
+      << "  \"wall_guard_hits\": " << wall_guard_hits << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
     for (std::size_t i = 0; i < phases.size(); ++i)
         s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
@@ -219,6 +223,7 @@ run_result run(const run_config& c) {
         std::atomic<std::size_t> next{0}, done{0};
         std::atomic<std::uint64_t> n_proven{0}, n_to{0};
         std::vector<double> secs(ps.size(), 0);
+        std::vector<std::uint64_t> used(ps.size(), 0), inst(ps.size(), 0), mem(ps.size(), 0);
         auto t0 = std::chrono::steady_clock::now();
         auto over_budget = [&] {
             return c.budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s;
@@ -230,7 +235,7 @@ run_result run(const run_config& c) {
             for (unsigned t = 0; t < nt; ++t)
                 ts.emplace_back([&] {
                     try {
-                        verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
+                        verifier v(std::span<const spec::axiom>(spec::all_axioms), c.timeout_ms, c.rlimit);
                         for (std::size_t k; (k = next.fetch_add(1)) < ps.size(); done.fetch_add(1)) {
                             if (over_budget()) continue;  // stays "not verified"
                             std::size_t i = order[k];
@@ -240,6 +245,9 @@ run_result run(const run_config& c) {
                             status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
                             details[i] = res.detail;
                             secs[i] = res.seconds;
+                            used[i] = res.rlimit_used;
+                            inst[i] = res.instances;
+                            mem[i] = res.memory_mb;
                             (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
                         }
                     } catch (...) {
@@ -261,7 +269,24 @@ run_result run(const run_config& c) {
             (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;
             if (s == 0) r.max_proof_seconds = std::max(r.max_proof_seconds, secs[i]);
             if (s == 0 && secs[i] * 1000.0 > 0.5 * c.timeout_ms) ++r.near_limit;
+            if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, used[i]);
+            if (s == 2 && c.rlimit > 0 && used[i] < c.rlimit) ++r.wall_guard_hits;
         }
+        if (!c.query_log_out.empty()) {
+            static const char* names[] = {"proven", "unproven", "timeout", "not-verified"};
+            std::ostringstream log;
+            log << "# verdict\tseconds\trlimit_used\tinstantiations\tmax_memory_mb\trule (timeout-ms " << c.timeout_ms << ", rlimit " << c.rlimit << ")\n";
+            for (std::size_t i = 0; i < ps.size(); ++i) {
+                auto named = name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", false);
+                log << names[status[i]] << '\t' << secs[i] << '\t' << used[i] << '\t' << inst[i] << '\t' << mem[i] << '\t'
+                    << (named.empty() ? std::string("?") : io::format_rule_line(named[0].r)) << '\n';
+            }
+            write_file(c.query_log_out, log.str());
+        }
+        if (r.wall_guard_hits > 0 && !c.quiet)
+            std::fprintf(stderr, "[tsopt-gen] warning: %llu queries hit the wall-clock guard (%u ms) before the rlimit "
+                                 "(%u): their verdict depends on machine load; raise --timeout-ms\n",
+                         static_cast<unsigned long long>(r.wall_guard_hits), c.timeout_ms, c.rlimit);
         r.phases.push_back(rep.end(std::to_string(r.proven) + " proven, " + std::to_string(r.unproven) + " unproven, " +
                                    std::to_string(r.timeouts) + " timed out, " + std::to_string(r.skipped) +
                                    " not attempted (budget)"));
@@ -301,7 +326,9 @@ run_result run(const run_config& c) {
     std::uint64_t np = r.unproven + r.timeouts + r.skipped;
     std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) +
                        " rules, all proven with Z3 (" + std::to_string(spec::all_axioms.size()) + " axioms, " +
-                       std::to_string(c.timeout_ms) + " ms per query); " + std::to_string(np) +
+                       (c.rlimit > 0 ? "rlimit " + std::to_string(c.rlimit) + " per query, wall-clock guard " +
+                                           std::to_string(c.timeout_ms) + " ms"
+                                     : std::to_string(c.timeout_ms) + " ms per query") + "); " + std::to_string(np) +
                        " candidates not proven were left out" + (r.verified ? "" : " (verification was off)");
     if (!c.listing_out.empty()) write_file(c.listing_out, render_listing(r.rules, r.spec_hash, head));
     if (!c.header_out.empty()) write_file(c.header_out, render_header(r.rules, r.spec_hash, head, np, r.verified));

@@ -223,6 +223,9 @@ struct run_config {
     unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
+    // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule
+    // (tab-separated; the data --rlimit is calibrated from, docs/generator.md).
+    std::string query_log_out;
     bool quiet = false;
 };
 struct phase_stat {
@@ -239,6 +242,10 @@ struct run_result {
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
     double max_proof_seconds = 0;         // slowest successful proof
     std::uint64_t near_limit = 0;         // proofs that took over half the per-query limit (timing-sensitive)
+    std::uint64_t max_proof_rlimit = 0;   // most Z3 resources a successful proof spent
+    // Queries ended by the wall clock although an rlimit was set: their
+    // verdict depends on machine load (the rlimit should end every query).
+    std::uint64_t wall_guard_hits = 0;
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

@@ -23,6 +23,7 @@ const char* usage =
     "  --header FILE      write the constexpr rule header (generated_rules.hpp)\n"
     "  --listing FILE     write the plain-text rule listing (rules.txt)\n"
     "  --summary FILE     write the run summary as JSON (counts, phases, every candidate not proven)\n"
+    "  --query-log FILE   write one line per Z3 query: verdict, seconds, Z3 resources spent, rule\n"
     "  --unproven FILE    write the candidates that were not proven, commented out (inspection only)\n"
     "  --no-verify        skip Z3: no rule is emitted (header and listing stay empty),\n"
     "                     candidates go to --summary / --unproven only\n"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
         else if (a == "--rlimit") c.rlimit = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
         else if (a == "--budget-s") c.budget_s = static_cast<double>(parse_int(a, value(), 0, 86400));
         else if (a == "--unproven") c.unproven_out = value();
+        else if (a == "--query-log") c.query_log_out = value();
         else if (a == "--single-shape") c.o.two_shapes = false;
         else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
         else if (a == "--header") c.header_out = value();
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
             }
         } else die("unknown option '" + a + "' (see --help)");
     }
-    for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out})
+    for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out})
         if (!p->empty()) check_writable("output", *p);
     try {
         auto r = gen::run(c);

@@ -51,8 +51,9 @@ struct redundancy_report {
     std::string name;
     verify_result result;  // proven: the axiom follows from the others
 };
-// Tries to prove every axiom from all the others (each query bounded by
-// timeout_ms); `progress` sees each result as it comes.
+// Tries to prove every axiom from all the others plus the verifier's shape
+// facts (each query bounded by timeout_ms); `progress` sees each result as it
+// comes.
 std::vector<redundancy_report> find_redundant(std::span<const spec::axiom> axioms, unsigned timeout_ms,
                                               const std::function<void(const redundancy_report&)>& progress = {});
 

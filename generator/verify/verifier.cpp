@@ -98,6 +98,14 @@ struct verifier::impl {
     unsigned timeout_ms;
     unsigned rlimit;
     unsigned queries = 0;
+    std::vector<spec::axiom> source;  // re-encoded for a fresh context (rlimit mode)
+    bool with_shape_facts = false;
+
+    void encode_axioms() {
+        for (const auto& a : source) axioms.push_back(axiom_formula(a));
+        if (with_shape_facts)
+            for (auto& f : shape_facts()) axioms.push_back(f);
+    }
 
     impl(unsigned t, unsigned r)
         : ctx(), T(ctx.uninterpreted_sort("T")), dim(ctx.function("dim", T, ctx.int_sort(), ctx.int_sort())),
@@ -203,6 +211,111 @@ struct verifier::impl {
         return z3::expr(ctx, q);
     }
 
+    // forall bound. body, with one E-matching trigger.
+    z3::expr forall(std::vector<z3::expr> bound, const z3::expr& body, const z3::expr& trigger) {
+        std::vector<Z3_app> apps;
+        for (auto& b : bound) apps.push_back(Z3_to_app(ctx, b));
+        Z3_ast t = trigger;
+        Z3_pattern pat = Z3_mk_pattern(ctx, 1, &t);
+        z3::ast keep(ctx, Z3_pattern_to_ast(ctx, pat));
+        Z3_ast q = Z3_mk_forall_const(ctx, 0, unsigned(apps.size()), apps.data(), 1, &pat, body);
+        ctx.check_error();
+        return z3::expr(ctx, q);
+    }
+
+    // Shape facts: the extents of an operator's output in terms of its
+    // inputs' extents and parameters, as the shape rules (spec/ops) give them
+    // under TASO's typing (equal-shape element-wise operands, 2-D matmul).
+    // Without them `dim` is opaque and lemmas whose constants take extents
+    // from tensors (cpool(dim(x, 1)) over a concat of x) cannot be derived.
+    // Each fact fires on a `dim` term of the operator's output.
+    std::vector<z3::expr> shape_facts() {
+        std::vector<z3::expr> f;
+        z3::expr x = ctx.constant("sx", T), y = ctx.constant("sy", T), z = ctx.constant("sz", T);
+        z3::expr d = ctx.int_const("sd"), a = ctx.int_const("sa");
+        std::vector<z3::expr> pv;
+        for (int i = 0; i < 6; ++i) pv.push_back(ctx.int_const(("sp" + std::to_string(i)).c_str()));
+        auto params = [&](op_kind k) {
+            z3::expr_vector v(ctx);
+            for (int i = 0; i < encoded_params(k); ++i) v.push_back(pv[std::size_t(i)]);
+            return v;
+        };
+        auto app = [&](op_kind k, std::vector<z3::expr> in, int out = 0) {
+            z3::expr_vector args = params(k);
+            for (auto& t : in) args.push_back(t);
+            return fn(k, int(in.size()), out)(args);
+        };
+        auto bound = [&](op_kind k, std::vector<z3::expr> in, std::vector<z3::expr> more) {
+            std::vector<z3::expr> b(pv.begin(), pv.begin() + encoded_params(k));
+            b.insert(b.end(), in.begin(), in.end());
+            b.insert(b.end(), more.begin(), more.end());
+            return b;
+        };
+        auto D = [&](const z3::expr& t, const z3::expr& i) { return dim(t, i); };
+        auto I = [&](int i) { return ctx.int_val(i); };
+        // Same extents as the first input on every axis.
+        for (op_kind k : {op_kind::relu, op_kind::sigmoid, op_kind::tanh}) {
+            z3::expr o = app(k, {x});
+            f.push_back(forall(bound(k, {x}, {d}), D(o, d) == D(x, d), D(o, d)));
+        }
+        for (op_kind k : {op_kind::ewadd, op_kind::ewmul}) {
+            z3::expr o = app(k, {x, y});
+            f.push_back(forall(bound(k, {x, y}, {d}), D(o, d) == D(x, d) && D(o, d) == D(y, d), D(o, d)));
+        }
+        {
+            z3::expr o = app(op_kind::smul, {x, y});
+            f.push_back(forall(bound(op_kind::smul, {x, y}, {d}), D(o, d) == D(x, d), D(o, d)));
+            z3::expr b = app(op_kind::batchnorm, {x, y, z});
+            f.push_back(forall(bound(op_kind::batchnorm, {x, y, z}, {d}), D(b, d) == D(x, d), D(b, d)));
+        }
+        // concat: the operands agree off the axis and add up along it.
+        {
+            z3::expr_vector args(ctx);
+            args.push_back(a); args.push_back(x); args.push_back(y);
+            z3::expr o = fn(op_kind::concat, 2, 0)(args);
+            z3::expr body = z3::ite(d == a, D(o, d) == D(x, d) + D(y, d), D(o, d) == D(x, d) && D(o, d) == D(y, d));
+            f.push_back(forall({a, x, y, d}, body, D(o, d)));
+            // split: both parts keep the input's extents off the axis.
+            for (int out = 0; out < 2; ++out) {
+                z3::expr_vector sa(ctx);
+                sa.push_back(a); sa.push_back(x);
+                z3::expr s = fn(op_kind::split, 1, out)(sa);
+                f.push_back(forall({a, x, d}, z3::implies(d != a, D(s, d) == D(x, d)), D(s, d)));
+            }
+        }
+        // conv2d (NCHW x OIHW): batch from the input, channels from the kernel.
+        {
+            z3::expr o = app(op_kind::conv2d, {x, y});
+            f.push_back(forall(bound(op_kind::conv2d, {x, y}, {}), D(o, I(0)) == D(x, I(0)) && D(o, I(1)) == D(y, I(0)),
+                               o));
+            for (op_kind k : {op_kind::avgpool, op_kind::maxpool}) {
+                z3::expr p = app(k, {x});
+                f.push_back(forall(bound(k, {x}, {}), D(p, I(0)) == D(x, I(0)) && D(p, I(1)) == D(x, I(1)), p));
+            }
+            z3::expr e = app(op_kind::enlarge, {x});
+            f.push_back(forall(bound(op_kind::enlarge, {x}, {}),
+                               D(e, I(0)) == D(x, I(0)) && D(e, I(1)) == D(x, I(1)) && D(e, I(2)) == pv[0] &&
+                                   D(e, I(3)) == pv[1],
+                               e));
+        }
+        // 2-D matmul, the square identity, and every transpose permutation of the domain.
+        {
+            z3::expr o = app(op_kind::matmul, {x, y});
+            f.push_back(forall(bound(op_kind::matmul, {x, y}, {}), D(o, I(0)) == D(x, I(0)) && D(o, I(1)) == D(y, I(1)), o));
+            z3::expr m = app(op_kind::imatmul, {});
+            f.push_back(forall(bound(op_kind::imatmul, {}, {}), D(m, I(0)) == pv[0] && D(m, I(1)) == pv[0], m));
+            for (std::int32_t perm : spec::decl(op_kind::transpose).params[spec::transpose_p::perm].domain) {
+                z3::expr_vector ta(ctx);
+                ta.push_back(ctx.int_val(perm)); ta.push_back(x);
+                z3::expr t = fn(op_kind::transpose, 1, 0)(ta);
+                z3::expr body = ctx.bool_val(true);
+                for (int i = 0; i < spec::perm_rank(perm); ++i) body = body && D(t, I(i)) == D(x, I(spec::perm_axis(perm, i)));
+                f.push_back(forall({x}, body, t));
+            }
+        }
+        return f;
+    }
+
     verify_result run(const z3::expr& goal_negation, const z3::expr& assumptions) {
         auto t0 = std::chrono::steady_clock::now();
         z3::solver s(ctx);
@@ -213,20 +326,56 @@ struct verifier::impl {
         for (auto& ax : axioms) s.add(ax);
         s.add(assumptions);
         s.add(goal_negation);
+        std::uint64_t r0 = rlimit_count(s);
         z3::check_result r = s.check();
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (r == z3::unsat) return {verdict::proven, secs, "unsat: follows from the axioms"};
-        if (r == z3::sat) return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ"};
+        std::uint64_t used = rlimit_count(s) - r0;
+        last_instances = stat(s, "quant instantiations");
+        last_memory_mb = stat(s, "max memory");
+        if (r == z3::unsat) return {verdict::proven, secs, "unsat: follows from the axioms", used, last_instances, last_memory_mb};
+        if (r == z3::sat)
+            return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ", used, last_instances, last_memory_mb};
         std::string why = s.reason_unknown();
         bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
                   why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms;
-        return {to ? verdict::timeout : verdict::unproven, secs, "unknown: " + why};
+        // Which limit ended the query: with an rlimit the answer is reproducible
+        // only when the rlimit did (the wall clock is the hang guard).
+        bool hit_rlimit = rlimit > 0 && used >= rlimit;
+        return {to ? verdict::timeout : verdict::unproven, secs,
+                "unknown: " + why + (hit_rlimit ? " (rlimit)" : to && rlimit > 0 ? " (wall-clock guard)" : ""), used,
+                last_instances, last_memory_mb};
     }
+
+    // The context's cumulative resource count (Z3 reports it with every
+    // solver's statistics; queries take differences).
+    static std::uint64_t rlimit_count(z3::solver& s) { return stat(s, "rlimit count"); }
+    static std::uint64_t stat(z3::solver& s, const char* key) {
+        z3::stats st = s.statistics();
+        for (unsigned i = 0; i < st.size(); ++i)
+            if (st.key(i) == key) return st.is_uint(i) ? std::uint64_t(st.uint_value(i)) : std::uint64_t(st.double_value(i));
+        return 0;
+    }
+    std::uint64_t last_instances = 0, last_memory_mb = 0;
 };
 
-verifier::verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit)
+verifier::verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit, bool shape_facts)
     : p_(std::make_unique<impl>(timeout_ms, rlimit)) {
-    for (const auto& a : axioms) p_->axioms.push_back(p_->axiom_formula(a));
+    p_->source.assign(axioms.begin(), axioms.end());
+    p_->with_shape_facts = shape_facts;
+    p_->encode_axioms();
+}
+
+verifier::impl& verifier::fresh() {
+    // Under an rlimit every query starts from the same Z3 state, so its
+    // outcome depends on the query alone, not on the thread's earlier queries.
+    if (p_->rlimit > 0 && p_->queries > 0) {
+        auto n = std::make_unique<impl>(p_->timeout_ms, p_->rlimit);
+        n->source = std::move(p_->source);
+        n->with_shape_facts = p_->with_shape_facts;
+        n->encode_axioms();
+        p_ = std::move(n);
+    }
+    return *p_;
 }
 verifier::~verifier() = default;
 verifier::verifier(verifier&&) noexcept = default;
@@ -237,7 +386,7 @@ std::size_t verifier::axiom_count() const { return p_->axioms.size(); }
 verify_result verifier::prove(const candidate& c) {
     if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())
         return {verdict::unproven, 0.0, "candidate needs as many source as target outputs (at least one)"};
-    auto& m = *p_;
+    auto& m = fresh();
     var_env env{m.ctx, m.T, "q" + std::to_string(m.queries++) + "_", {}, {}, {}, {}, {}};
     impl::encoder se(m, env, c.src), de(m, env, c.dst);
     z3::expr_vector differ(m.ctx);
@@ -247,7 +396,7 @@ verify_result verifier::prove(const candidate& c) {
 }
 
 verify_result verifier::prove(const spec::axiom& a) {
-    auto& m = *p_;
+    auto& m = fresh();
     var_env env{m.ctx, m.T, "q" + std::to_string(m.queries++) + "_", {}, {}, {}, {}, {}};
     candidate c = to_candidate(a.eq);
     impl::encoder se(m, env, c.src), de(m, env, c.dst);

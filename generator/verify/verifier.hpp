@@ -5,6 +5,7 @@
 // universally quantified equations with E-matching triggers. A candidate is
 // proven when the negation of its output equalities is unsatisfiable under
 // the axioms. See docs/verification.md.
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,11 @@ struct verify_result {
     verdict v;
     double seconds;
     std::string detail;
+    // Z3's deterministic resource count spent by this query ("rlimit count"
+    // statistic): what --rlimit bounds, the same on any machine and load.
+    std::uint64_t rlimit_used = 0;
+    std::uint64_t instances = 0;  // quantifier instantiations
+    std::uint64_t memory_mb = 0;  // Z3's peak memory ("max memory"), process-wide
 };
 
 // The candidate `lhs => rhs` of an equation (one output each).
@@ -33,8 +39,15 @@ class verifier {  // one per thread: a z3::context is not thread-safe
 public:
     // rlimit > 0: each query is also bounded by Z3's deterministic resource
     // count, so the set of proven rules does not depend on machine load;
-    // timeout_ms then only backstops a query that runs away.
-    verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit = 0);
+    // timeout_ms then only backstops a query that runs away. Each query then
+    // also runs in a fresh Z3 context: a context shared with earlier queries
+    // (which differ with the thread a candidate lands on) changes term ids
+    // and hence the search, and with it the resources a proof needs.
+    // shape_facts: also assert what the shape rules say about `dim` of each
+    // operator's output (concat adds extents along its axis, element-wise
+    // operators keep them, ...), which lemmas over constants need (the
+    // redundancy check uses it; rule generation does not, yet).
+    verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit = 0, bool shape_facts = false);
     ~verifier();
     verifier(verifier&&) noexcept;
     verifier& operator=(verifier&&) noexcept;
@@ -50,6 +63,7 @@ public:
 
 private:
     struct impl;
+    impl& fresh();
     std::unique_ptr<impl> p_;
 };
 
