@@ -200,7 +200,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     };
 
     auto budget_left = [&] { return o.budget - (std::chrono::steady_clock::now() - t0); };
-    g = rule_search(std::move(g), o.pet ? o.budget / 2 : o.budget, o.max_expansions, true);
+    // What preprocessing took is part of the budget.
+    g = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
 
     // PET joint optimization: corrected mutants of the current best are
     // searched again with the rules; each round keeps the cheapest result.

@@ -202,18 +202,22 @@ public:
             if (!(c < alpha_ * best_cost) && hist != 0) continue;
             ++res.rep.expansions;
             rewrite::graph_index ix(g);
-            for (std::size_t ri = 0; ri < rules_.size(); ++ri) {
+            // Checked per match, not only per rule: on a whole model one rule
+            // can match hundreds of times, each a full graph copy to price,
+            // and that overran a 30 s budget by 2 s.
+            auto out_of_time = [&] { return std::chrono::steady_clock::now() - t0 > budget_; };
+            for (std::size_t ri = 0; ri < rules_.size() && !out_of_time(); ++ri) {
                 const rewrite::rule& r = rules_[ri];
                 std::vector<rewrite::match> ms = rewrite::find_matches(ix, r);
                 for (const auto& m : ms) {
+                    if (out_of_time()) break;
                     auto outs = rewrite::apply_all(ix, r, m, {.layouts = layouts_});
                     if (outs.empty()) { ++res.rep.rejected; continue; }
                     for (auto& o : outs)
                         consider(layouts_ ? rewrite::explicit_conversions(std::move(o)) : std::move(o), hist, static_cast<int>(ri));
                 }
-                if (std::chrono::steady_clock::now() - t0 > budget_) break;
             }
-            if (layouts_)
+            if (layouts_ && !out_of_time())
                 for (auto& o : rewrite::layout_moves(g)) consider(std::move(o), hist, -2);
         }
         if (res.rep.stopped == stop_reason::saturated && !queue.empty()) res.rep.stopped = stop_reason::time_limit;
