@@ -228,6 +228,16 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     h.mark_output(h.ewmul(c4, h.conv2d(y, h.weight("w5", {8, 8, 3, 3}, rng))));
     test::check_against_reference(h, 1e-4, 2, &b);
     CHECK(b.stats(h).fused_ops == 1);
+
+    // A grouped conv (4 channels per group, as ResNeXt's) takes activations
+    // but not the per-channel add: conv -> relu fused, the add separate.
+    graph k;
+    auto z = k.input("z", {1, 32, 12, 12});
+    auto gc = k.conv2d(z, k.weight("wg", {32, 4, 3, 3}, rng));
+    k.mark_output(k.ewadd(k.relu(gc), k.weight("bg", {32, 1, 1}, rng)));
+    test::check_against_reference(k, 1e-4, 3, &b);
+    CHECK(b.stats(k).fused_ops == 1);
+    CHECK(b.stats(k).primitives == 2);
 }
 
 TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") {

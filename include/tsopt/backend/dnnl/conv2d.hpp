@@ -22,8 +22,11 @@ struct post_chain {
     std::vector<bool> binary;
 };
 
-// The operators after node i (C output channels) that can run as its post-ops.
-inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C) {
+// The operators after node i (C output channels) that can run as its post-ops;
+// `binary`: per-channel adds / multiplies too (not on grouped convolutions:
+// oneDNN 2.6 runs a 4-channel-per-group conv with a per-channel binary
+// post-op 20x slower than without, under the same kernel name).
+inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary) {
     post_chain c;
     std::size_t cur = i;
     const shape& out = L.at(i).shapes[0];
@@ -36,7 +39,7 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C) {
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
             c.binary.push_back(false);
-        } else if ((n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
+        } else if (binary && (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
                    n.inputs[0] != n.inputs[1]) {
             const int other = slot == 0 ? 1 : 0;
             if (!L.is_const(nx, other) || !L.lowered(nx, other)) break;
@@ -68,10 +71,13 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, any_md(L.in_dims(i, 0)),
                                     any_md(wdims), dst_md, {n.params[stride_h], n.params[stride_w]},
                                     {n.params[dil_h] - 1, n.params[dil_w] - 1}, {ph, pw}, {ph, pw});
-    // With the chain as post-ops, else (oneDNN refuses the combination) alone.
-    post_chain chain = odims.size() == 4 ? fusible_chain(L, i, odims[1]) : post_chain{};
+    // With the chain as post-ops, else alone: where oneDNN refuses the
+    // combination, or would run it with another kernel than the conv alone
+    // (a reference kernel where the conv alone has a JIT one).
+    post_chain chain = odims.size() == 4 ? fusible_chain(L, i, odims[1], groups == 1) : post_chain{};
     std::optional<dn::convolution_forward::primitive_desc> pd;
     dn::primitive_attr at = L.attr(n.params[act]);
+    const std::string alone = dn::convolution_forward::primitive_desc(d, at, L.p.eng).impl_info_str();
     if (!chain.nodes.empty()) {
         dn::post_ops po;
         if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(1.f, *alg, 0.f, 0.f);
@@ -82,9 +88,10 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         fused.set_post_ops(po);
         try {
             pd.emplace(d, fused, L.p.eng);
+            if (pd->impl_info_str() != alone) pd.reset();
         } catch (const dn::error&) {
-            chain = {};
         }
+        if (!pd) chain = {};
     }
     if (!pd) pd.emplace(d, at, L.p.eng);
     tref x = L.convert(L.in(i, 0), pd->src_desc(), i);
