@@ -236,6 +236,7 @@ run_result run(const run_config& c) {
                 ts.emplace_back([&] {
                     try {
                         verifier v(std::span<const spec::axiom>(spec::all_axioms), c.timeout_ms, c.rlimit);
+                        v.limit_instances(c.max_instances);
                         for (std::size_t k; (k = next.fetch_add(1)) < ps.size(); done.fetch_add(1)) {
                             if (over_budget()) continue;  // stays "not verified"
                             std::size_t i = order[k];
@@ -326,7 +327,8 @@ run_result run(const run_config& c) {
     std::uint64_t np = r.unproven + r.timeouts + r.skipped;
     std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) +
                        " rules, all proven with Z3 (" + std::to_string(spec::all_axioms.size()) + " axioms, " +
-                       (c.rlimit > 0 ? "rlimit " + std::to_string(c.rlimit) + " per query, wall-clock guard " +
+                       (c.rlimit > 0 ? "rlimit " + std::to_string(c.rlimit) + " and " + std::to_string(c.max_instances) +
+                                           " instantiations per query, wall-clock guard " +
                                            std::to_string(c.timeout_ms) + " ms"
                                      : std::to_string(c.timeout_ms) + " ms per query") + "); " + std::to_string(np) +
                        " candidates not proven were left out" + (r.verified ? "" : " (verification was off)");

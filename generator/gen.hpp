@@ -221,6 +221,7 @@ struct run_config {
     bool verify = true;
     unsigned timeout_ms = 500;       // Z3 wall-clock limit per candidate
     unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
+    unsigned max_instances = 0;      // Z3 quantifier instantiations per candidate (0: no cap)
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
     // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule

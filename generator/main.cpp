@@ -30,6 +30,8 @@ const char* usage =
     "  --timeout-ms N     Z3 time limit per candidate (default 500)\n"
     "  --rlimit N         Z3 deterministic resource limit per candidate (0: none); with it the\n"
     "                     proven set does not depend on machine load (default 0)\n"
+    "  --max-instances N  Z3 quantifier instantiations per candidate (0: no cap, default); bounds\n"
+    "                     deterministically the queries whose E-matching explodes below the rlimit\n"
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
     "                     not attempted in time are counted as not verified\n"
     "  --single-shape     fingerprint on one shape configuration only (more shape-coincidence candidates)\n"
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
         else if (a == "--threads") c.o.threads = static_cast<unsigned>(parse_int(a, value(), 1, 64));
         else if (a == "--timeout-ms") c.timeout_ms = static_cast<unsigned>(parse_int(a, value(), 1, 3600000));
         else if (a == "--rlimit") c.rlimit = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
+        else if (a == "--max-instances") c.max_instances = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
         else if (a == "--budget-s") c.budget_s = static_cast<double>(parse_int(a, value(), 0, 86400));
         else if (a == "--unproven") c.unproven_out = value();
         else if (a == "--query-log") c.query_log_out = value();

@@ -97,6 +97,7 @@ struct verifier::impl {
     std::vector<z3::expr> axioms;
     unsigned timeout_ms;
     unsigned rlimit;
+    unsigned max_instances = 0;
     unsigned queries = 0;
     std::vector<spec::axiom> source;  // re-encoded for a fresh context (rlimit mode)
     bool with_shape_facts = false;
@@ -322,6 +323,11 @@ struct verifier::impl {
         z3::params p(ctx);
         p.set("timeout", timeout_ms);
         if (rlimit > 0) p.set("rlimit", rlimit);
+        // Z3 4.8's rlimit barely counts E-matching: a query whose
+        // instantiations explode spends minutes and gigabytes below its
+        // rlimit, and ignores the timeout meanwhile. The instance cap bounds
+        // that deterministically too.
+        if (max_instances > 0) p.set("qi.max_instances", max_instances);
         s.set(p);
         for (auto& ax : axioms) s.add(ax);
         s.add(assumptions);
@@ -337,10 +343,11 @@ struct verifier::impl {
             return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ", used, last_instances, last_memory_mb};
         std::string why = s.reason_unknown();
         bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
-                  why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms;
+                  why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms ||
+                  (max_instances > 0 && last_instances >= max_instances);
         // Which limit ended the query: with an rlimit the answer is reproducible
         // only when the rlimit did (the wall clock is the hang guard).
-        bool hit_rlimit = rlimit > 0 && used >= rlimit;
+        bool hit_rlimit = (rlimit > 0 && used >= rlimit) || (max_instances > 0 && last_instances >= max_instances);
         return {to ? verdict::timeout : verdict::unproven, secs,
                 "unknown: " + why + (hit_rlimit ? " (rlimit)" : to && rlimit > 0 ? " (wall-clock guard)" : ""), used,
                 last_instances, last_memory_mb};
@@ -372,6 +379,7 @@ verifier::impl& verifier::fresh() {
         auto n = std::make_unique<impl>(p_->timeout_ms, p_->rlimit);
         n->source = std::move(p_->source);
         n->with_shape_facts = p_->with_shape_facts;
+        n->max_instances = p_->max_instances;
         n->encode_axioms();
         p_ = std::move(n);
     }
@@ -382,6 +390,7 @@ verifier::verifier(verifier&&) noexcept = default;
 verifier& verifier::operator=(verifier&&) noexcept = default;
 
 std::size_t verifier::axiom_count() const { return p_->axioms.size(); }
+void verifier::limit_instances(unsigned n) { p_->max_instances = n; }
 
 verify_result verifier::prove(const candidate& c) {
     if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())

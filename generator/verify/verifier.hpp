@@ -60,6 +60,9 @@ public:
     verify_result prove(const spec::axiom& a);
 
     std::size_t axiom_count() const;
+    // Caps quantifier instantiations per query (0: none): deterministic like
+    // the rlimit, and what bounds queries whose E-matching explodes.
+    void limit_instances(unsigned n);
 
 private:
     struct impl;

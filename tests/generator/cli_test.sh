@@ -14,6 +14,8 @@ expect "--max-ops must be within 1..6" --max-ops 0
 expect "--max-ops expects an integer" --max-ops four
 expect "cannot write '/nonexistent-dir/rules.txt'" --listing /nonexistent-dir/rules.txt --max-ops 1
 expect "unknown option '--frobnicate'" --frobnicate
+expect "--max-instances expects an integer" --max-instances many
+expect "--rlimit must be within 0..2000000000" --rlimit -5
 out=$("$gen" --help) || { echo "FAIL: --help exited non-zero"; fail=1; }
 case "$out" in *"usage: tsopt-gen"*) echo "ok: --help" ;; *) echo "FAIL: --help"; fail=1 ;; esac
 exit $fail

@@ -69,4 +69,11 @@ TEST_CASE("rlimit: a query's resource count is reproducible and bounds it") {
     auto c = tight.prove(lemma);
     CHECK(c.v == gen::verdict::timeout);
     CHECK(c.detail.find("(rlimit)") != std::string::npos);
+    // The instantiation cap is honoured the same way.
+    REQUIRE(a.instances > 1);
+    gen::verifier capped(others, guard_ms, rlimit, true);
+    capped.limit_instances(unsigned(a.instances / 2));
+    auto d = capped.prove(lemma);
+    CHECK(d.v != gen::verdict::proven);
+    CHECK(d.instances < a.instances);
 }
