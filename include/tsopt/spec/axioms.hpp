@@ -128,6 +128,11 @@ inline constexpr std::array all_axioms = [] {
                    transpose(t021, concat(ax0, x, y)) == concat(ax0, transpose(t021, x), transpose(t021, y))),
         make_axiom("transpose-concat-rows",
                    transpose(t021, concat(ax1, x, y)) == concat(ax2, transpose(t021, x), transpose(t021, y))),
+        // Row-concatenation distributes over matmul (the rows of x.z are x's
+        // rows times z): time steps of an RNN reading one weight batch into one
+        // matmul. 2-D only: a batched z would broadcast x's rows to a new axis 0.
+        make_axiom("matmul-concat-rows",
+                   matmul(none, concat(ax0, x, y), z) == concat(ax0, matmul(none, x, z), matmul(none, y, z))),
         // sigmoid and tanh: opaque element-wise functions.
         make_axiom("sigmoid-concat", sigmoid(concat(p0, x, y)) == concat(p0, sigmoid(x), sigmoid(y))),
         make_axiom("sigmoid-transpose", sigmoid(transpose(p0, x)) == transpose(p0, sigmoid(x))),
@@ -170,13 +175,14 @@ struct restricted_axiom {
     std::string_view name;
     std::uint8_t needs;  // spec::typing bits
 };
-inline constexpr std::array<restricted_axiom, 8> taso_model_only{{
+inline constexpr std::array<restricted_axiom, 9> taso_model_only{{
     {"conv-distrib-ewadd-weight", no_broadcast},
     {"conv-distrib-ewadd-input", no_broadcast},
     {"conv-concat-sum", ungrouped_conv},
     {"conv-concat-weight", ungrouped_conv},
     {"matmul-concat-sum", matmul_2d},
     {"matmul-concat-cols", matmul_2d},
+    {"matmul-concat-rows", matmul_2d},
     {"concat-ewadd", no_broadcast},
     {"concat-ewmul", no_broadcast},
 }};
