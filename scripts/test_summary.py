@@ -1,4 +1,5 @@
-"""Prints the closing 'N passed, N failed, N skipped' line from meson's test log."""
+"""Prints the closing 'N passed, N failed, N skipped' line from meson's test
+log, preceded by each skipped test with the reason it printed last."""
 import json
 import sys
 
@@ -9,5 +10,8 @@ with open(sys.argv[1]) as f:
         if line:
             r = json.loads(line)
             counts[r["result"]] = counts.get(r["result"], 0) + 1
+            if r["result"] == "SKIP":
+                said = [l for l in (r.get("stdout") or "").splitlines() if l.strip()]
+                print(f"skipped: {r['name']}: {said[-1].strip() if said else '(no reason printed)'}")
 failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"] + counts["UNEXPECTEDPASS"]
 print(f"tests: {counts['OK'] + counts['EXPECTEDFAIL']} passed, {failed} failed, {counts['SKIP']} skipped")
