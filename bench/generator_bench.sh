@@ -4,6 +4,7 @@
 #   bench/generator_bench.sh [BUILD_DIR] [N] [extra tsopt-gen options...]
 # e.g. bench/generator_bench.sh build-gen 2 --timeout-ms 1000
 #      bench/generator_bench.sh build-gen 3 --no-verify      (counts only)
+#      bench/generator_bench.sh build-gen 3 --budget-s 300   (derived / Z3 within a budget)
 # Defaults: 2 threads. Only proven rules are emitted; the rest are in
 # summary.json (unproven_listing) and unproven_rules.txt.
 set -eu
@@ -15,3 +16,5 @@ out=$(mktemp -d)
   --unproven "$out/unproven_rules.txt" --threads 2 "$@" 2> "$out/stderr" || true
 grep -v '^\[tsopt-gen\] .*\.\.\.$' "$out/stderr" | grep -E -v '^\s+(Average|Page|Socket|Signal|Swap|File|Exit|Percent|Voluntary|Involuntary|Major|Minor|Command)' || true
 echo "summary: $out/summary.json"
+# Incremental verification and Z3 counters (docs/verification.md).
+sed -n 's/^ *"\(derived\|settled\|z3_queries\|max_z3_memory_mb\|proven\|timeouts\|wall_guard_hits\|rules_emitted\)": *\([0-9]*\),*$/\1=\2/p' "$out/summary.json" | tr '\n' ' '; echo

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -137,7 +138,10 @@ std::string run_result::summary_text() const {
       << "after input-renaming pruning: " << st.after_renaming << "\n"
       << "with a valid rule direction: " << st.with_direction << "\n";
     if (verified)
-        s << "verified: " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
+        s << "incremental verification: " << derived << " derived from proven rules (no Z3 query; "
+          << derived_rules.size() << " derived rules not emitted), " << settled
+          << " settled as not provable before Z3 (opaque constants)\n"
+          << "verified: " << z3_queries << " Z3 queries, max Z3 memory " << max_z3_memory_mb << " MB; " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
           << " not attempted (budget); slowest proof " << max_proof_seconds << " s, " << near_limit
           << " proofs over half the limit; most Z3 resources of a proof " << max_proof_rlimit
           << (wall_guard_hits ? ", " + std::to_string(wall_guard_hits) + " queries ended by the wall-clock guard" : std::string())
@@ -161,6 +165,8 @@ std::string run_result::summary_json() const {
       << "  \"after_renaming\": " << st.after_renaming << ",\n  \"after_common_inputs\": " << st.after_common_inputs << ",\n"
       << "  \"after_common_outputs\": " << st.after_common_outputs << ",\n  \"with_direction\": " << st.with_direction << ",\n"
       << "  \"verified\": " << (verified ? "true" : "false") << ",\n"
+      << "  \"derived\": " << derived << ",\n  \"settled\": " << settled << ",\n  \"z3_queries\": " << z3_queries << ",\n"
+      << "  \"max_z3_memory_mb\": " << max_z3_memory_mb << ",\n  \"derived_rules_not_emitted\": " << derived_rules.size() << ",\n"
       << "  \"proven\": " << proven << ",\n  \"unproven\": " << unproven << ",\n  \"timeouts\": " << timeouts << ",\n"
       << "  \"not_verified\": " << skipped << ",\n"
       << "  \"rejected\": " << unproven + timeouts + skipped << ",\n"
@@ -214,22 +220,42 @@ run_result run(const run_config& c) {
 #ifdef TSOPT_GEN_HAVE_VERIFIER
         rep.begin("verify");
         unsigned nt = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
-        // Smallest candidates first: under a budget, the cheap proofs are not lost.
+        // Smallest candidates first (under a budget, the cheap proofs are not
+        // lost; incremental verification derives larger candidates from the
+        // smaller ones' rules), then by structure, so the order and with it
+        // the rules available to each derivation do not depend on threads.
         std::vector<std::size_t> order(ps.size());
-        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> keys(ps.size());
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            order[i] = i;
+            auto o = orient(ps[i]);
+            keys[i] = {structural_key(*o.src), structural_key(*o.dst)};
+        }
         std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) {
-            return ps[x].a.ops.size() + ps[x].b.ops.size() < ps[y].a.ops.size() + ps[y].b.ops.size();
+            auto sx = ps[x].a.ops.size() + ps[x].b.ops.size(), sy = ps[y].a.ops.size() + ps[y].b.ops.size();
+            return sx != sy ? sx < sy : keys[x] < keys[y];
         });
         std::atomic<std::size_t> next{0}, done{0};
-        std::atomic<std::uint64_t> n_proven{0}, n_to{0};
+        std::atomic<std::uint64_t> n_proven{0}, n_to{0}, n_derived{0};
         std::vector<double> secs(ps.size(), 0);
         std::vector<std::uint64_t> used(ps.size(), 0), inst(ps.size(), 0), mem(ps.size(), 0);
         auto t0 = std::chrono::steady_clock::now();
         auto over_budget = [&] {
             return c.budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s;
         };
+        // Rules proven so far (Z3 only: a derived candidate adds nothing a
+        // deeper derivation from the same rules would not reach).
+        rule_base base(c.o, c.derive_depth);
+        // Chunks of a fixed size: a candidate may use every rule proven in an
+        // earlier chunk (deterministic whatever the thread count).
+        const std::size_t chunk = std::max<std::size_t>(1, c.derive_chunk);
+        std::size_t chunk_end = 0;
         std::exception_ptr failure;
-        std::mutex fm;
+        std::atomic<bool> failed{false};
+        std::mutex cm;
+        std::condition_variable cv_work, cv_done;
+        std::size_t generation = 0, active = 0;
+        bool stop = false;
         {
             std::vector<std::jthread> ts;
             for (unsigned t = 0; t < nt; ++t)
@@ -237,44 +263,107 @@ run_result run(const run_config& c) {
                     try {
                         verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
                         v.limit_instances(c.max_instances);
-                        for (std::size_t k; (k = next.fetch_add(1)) < ps.size(); done.fetch_add(1)) {
-                            if (over_budget()) continue;  // stays "not verified"
-                            std::size_t i = order[k];
-                            const auto& p = fw_ok[i] ? fws[i] : bws[i];
-                            candidate cand{p.src, p.dst, p.src_out, p.dst_out};
-                            auto res = v.prove(cand);
-                            status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
-                            details[i] = res.detail;
-                            secs[i] = res.seconds;
-                            used[i] = res.rlimit_used;
-                            inst[i] = res.instances;
-                            mem[i] = res.memory_mb;
-                            (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
+                        v.use_mbqi(c.mbqi);
+                        std::size_t seen_gen = 0;
+                        for (;;) {
+                            {
+                                std::unique_lock lk(cm);
+                                cv_work.wait(lk, [&] { return stop || generation != seen_gen; });
+                                if (stop) return;
+                                seen_gen = generation;
+                            }
+                            for (std::size_t k; (k = next.fetch_add(1)) < chunk_end; done.fetch_add(1)) {
+                                if (over_budget() || failed) continue;  // stays "not verified"
+                                std::size_t i = order[k];
+                                if (c.derive && base.derivable(ps[i])) {
+                                    status[i] = 4;
+                                    details[i] = "derived: joinable with proven rules";
+                                    n_derived.fetch_add(1, std::memory_order_relaxed);
+                                    continue;
+                                }
+                                if (c.settle_opaque) {
+                                    if (auto why = opaque_constants_refute(ps[i], c.o); !why.empty()) {
+                                        status[i] = 5;
+                                        details[i] = why;
+                                        n_to.fetch_add(1, std::memory_order_relaxed);
+                                        continue;
+                                    }
+                                }
+                                const auto& p = fw_ok[i] ? fws[i] : bws[i];
+                                candidate cand{p.src, p.dst, p.src_out, p.dst_out};
+                                auto res = v.prove(cand);
+                                status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
+                                details[i] = res.detail;
+                                secs[i] = res.seconds;
+                                used[i] = res.rlimit_used;
+                                inst[i] = res.instances;
+                                mem[i] = res.memory_mb;
+                                (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
+                            }
+                            std::lock_guard lk(cm);
+                            if (--active == 0) cv_done.notify_all();
                         }
                     } catch (...) {
-                        std::lock_guard lk(fm);
-                        failure = std::current_exception();
+                        std::lock_guard lk(cm);
+                        if (!failure) failure = std::current_exception();
+                        failed = true;
                         next = ps.size();
+                        if (active > 0 && --active == 0) cv_done.notify_all();
                     }
                 });
-            while (done.load() < ps.size() && !failure) {
-                rep.update("candidates (" + std::to_string(n_proven.load()) + " proven, " + std::to_string(n_to.load()) +
-                               " not)",
+            auto progress = [&] {
+                rep.update("candidates (" + std::to_string(n_derived.load()) + " derived, " + std::to_string(n_proven.load()) +
+                               " proven by Z3, " + std::to_string(n_to.load()) + " not)",
                            done.load(), ps.size());
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            };
+            for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
+                {
+                    std::lock_guard lk(cm);
+                    chunk_end = std::min(ps.size(), b + chunk);
+                    next = b;
+                    active = nt;
+                    ++generation;
+                }
+                cv_work.notify_all();
+                {
+                    std::unique_lock lk(cm);
+                    while (active > 0 && !failed) {
+                        cv_done.wait_for(lk, std::chrono::milliseconds(200));
+                        lk.unlock();
+                        progress();
+                        lk.lock();
+                    }
+                }
+                // The chunk's Z3-proven rules join the base, in order.
+                if (c.derive)
+                    for (std::size_t k = b; k < chunk_end; ++k) {
+                        std::size_t i = order[k];
+                        if (status[i] != 0) continue;
+                        for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", true)) base.add(er.r);
+                    }
             }
+            {
+                std::lock_guard lk(cm);
+                stop = true;
+            }
+            cv_work.notify_all();
         }
         if (failure) std::rethrow_exception(failure);
         for (std::size_t i = 0; i < ps.size(); ++i) {
             auto s = status[i];
+            if (s == 4) { ++r.derived; continue; }
+            if (s == 5) { ++r.unproven; ++r.settled; continue; }
             (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;
+            if (s <= 2) ++r.z3_queries;
             if (s == 0) r.max_proof_seconds = std::max(r.max_proof_seconds, secs[i]);
             if (s == 0 && secs[i] * 1000.0 > 0.5 * c.timeout_ms) ++r.near_limit;
             if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, used[i]);
-            if (s == 2 && c.rlimit > 0 && used[i] < c.rlimit) ++r.wall_guard_hits;
+            if (s == 2 && c.rlimit > 0 && used[i] < c.rlimit && !(c.max_instances > 0 && inst[i] >= c.max_instances))
+                ++r.wall_guard_hits;
+            r.max_z3_memory_mb = std::max(r.max_z3_memory_mb, mem[i]);
         }
         if (!c.query_log_out.empty()) {
-            static const char* names[] = {"proven", "unproven", "timeout", "not-verified"};
+            static const char* names[] = {"proven", "unproven", "timeout", "not-verified", "derived", "settled"};
             std::ostringstream log;
             log << "# verdict\tseconds\trlimit_used\tinstantiations\tmax_memory_mb\trule (timeout-ms " << c.timeout_ms << ", rlimit " << c.rlimit << ")\n";
             for (std::size_t i = 0; i < ps.size(); ++i) {
@@ -288,9 +377,10 @@ run_result run(const run_config& c) {
             std::fprintf(stderr, "[tsopt-gen] warning: %llu queries hit the wall-clock guard (%u ms) before the rlimit "
                                  "(%u): their verdict depends on machine load; raise --timeout-ms\n",
                          static_cast<unsigned long long>(r.wall_guard_hits), c.timeout_ms, c.rlimit);
-        r.phases.push_back(rep.end(std::to_string(r.proven) + " proven, " + std::to_string(r.unproven) + " unproven, " +
-                                   std::to_string(r.timeouts) + " timed out, " + std::to_string(r.skipped) +
-                                   " not attempted (budget)"));
+        r.phases.push_back(rep.end(std::to_string(r.derived) + " derived, " + std::to_string(r.proven) + " proven by Z3, " +
+                                   std::to_string(r.unproven) + " unproven (" + std::to_string(r.settled) +
+                                   " settled before Z3), " + std::to_string(r.timeouts) + " timed out, " +
+                                   std::to_string(r.skipped) + " not attempted (budget)"));
 #endif
     } else
         r.skipped = ps.size();
@@ -300,9 +390,18 @@ run_result run(const run_config& c) {
                        std::to_string(spec::all_axioms.size()) + " axioms, spec " + r.spec_hash;
     std::string unprov = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) +
                          "), NOT PROVEN (confirmed on random inputs only; never applied), spec " + r.spec_hash;
-    static const char* verdicts[] = {"proven", "unproven", "timeout", "not-verified"};
-    std::set<std::string> texts, texts_np;
+    std::string deriv = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) +
+                        "), derived from Z3-proven rules by rewriting (incremental verification), spec " + r.spec_hash;
+    static const char* verdicts[] = {"proven", "unproven", "timeout", "not-verified", "derived", "unproven"};
+    std::set<std::string> texts, texts_np, texts_d;
     for (std::size_t i = 0; i < ps.size(); ++i) {
+        if (status[i] == 4) {
+            // Derived: proven by a chain of proven rules; emitted only on request.
+            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], deriv, true))
+                if (c.emit_derived ? texts.insert(er.r.text).second : texts_d.insert(er.r.text).second)
+                    (c.emit_derived ? r.rules : r.derived_rules).push_back(std::move(er));
+            continue;
+        }
         bool ok = status[i] == 0;
         auto named = name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], ok ? prov : unprov, ok);
         if (!ok) {
@@ -324,6 +423,8 @@ run_result run(const run_config& c) {
     for (std::size_t i = 1; i < r.rules.size(); ++i)
         if (r.rules[i].r.name == r.rules[i - 1].r.name)
             throw error("generator: two rules named " + r.rules[i].r.name + ":\n  " + r.rules[i - 1].r.text + "\n  " + r.rules[i].r.text);
+    // A Z3-proven rule also stated by a derived candidate is emitted once.
+    std::erase_if(r.derived_rules, [&](const emitted_rule& er) { return texts.count(er.r.text) > 0; });
     std::uint64_t np = r.unproven + r.timeouts + r.skipped;
     std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) +
                        " rules, all proven with Z3 (" + std::to_string(spec::all_axioms.size()) + " axioms, " +
@@ -331,7 +432,10 @@ run_result run(const run_config& c) {
                                            " instantiations per query, wall-clock guard " +
                                            std::to_string(c.timeout_ms) + " ms"
                                      : std::to_string(c.timeout_ms) + " ms per query") + "); " + std::to_string(np) +
-                       " candidates not proven were left out" + (r.verified ? "" : " (verification was off)");
+                       " candidates not proven were left out" + (r.verified ? "" : " (verification was off)") +
+                       (r.derived ? "; " + std::to_string(r.derived) + " candidates derived from proven rules (" +
+                                        (c.emit_derived ? "emitted" : "not emitted") + ")"
+                                  : std::string());
     if (!c.listing_out.empty()) write_file(c.listing_out, render_listing(r.rules, r.spec_hash, head));
     if (!c.header_out.empty()) write_file(c.header_out, render_header(r.rules, r.spec_hash, head, np, r.verified));
     if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));

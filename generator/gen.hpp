@@ -12,11 +12,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tsopt/core/shape.hpp"
+#include "tsopt/core/graph.hpp"
 #include "tsopt/core/tensor.hpp"
 #include "tsopt/spec/registry.hpp"
 
@@ -188,6 +190,54 @@ rule_patterns to_patterns(const mgraph& src, const mgraph& dst, std::span<const 
 
 namespace tsopt::gen {
 
+// ---------------------------------------------------------------- incremental verification
+// (docs/verification.md "Incremental verification").
+
+// A graph of the library IR with the enumerated graph's operators on the
+// generator's inputs (`second`: at second_shapes(o.inputs), derived
+// parameters following their ties); outputs in `out_order` (indices into
+// m.outputs; empty: as recorded). Inputs the graph does not read are left out.
+graph to_graph(const mgraph& m, const options& o, bool second = false, std::span<const int> out_order = {});
+
+// Rules proven so far, as the library's rewrite rules, and whether a
+// candidate follows from them: its two sides rewrite to a common graph
+// (each within `depth` rewrites, breadth-first, at most `max_frontier` new
+// graphs kept per level) with the library's matcher and rule application
+// (TASO typing, shape checks), a rule firing only where its parameter
+// variables take values of the domains it was proven for. Every step is a
+// proven rule, so a joinable pair is proven on these instances.
+class rule_base {
+public:
+    explicit rule_base(const options& o, int depth = 2, std::size_t max_frontier = 256);
+    ~rule_base();
+    rule_base(const rule_base&) = delete;
+    rule_base& operator=(const rule_base&) = delete;
+    void add(const io::listed_rule& r);  // a proven rule (one direction)
+    std::size_t size() const;
+    // The pair's sides (outputs in correspondence) are joinable at the first
+    // shape configuration and, with options::two_shapes, at the second.
+    bool derivable(const pair& p) const;
+    bool joinable(const graph& a, const graph& b) const;
+    struct stored;
+
+private:
+    options o_;
+    int depth_;
+    std::size_t max_frontier_;
+    std::vector<std::unique_ptr<stored>> rules_;
+};
+
+// A candidate Z3 cannot settle within its limits because it mentions a
+// constant operator (no inputs) that no axiom of the proof base can reach:
+// every axiom node of that operator has a different literal in some
+// parameter slot (e.g. iewmul at rank 2, the axioms' iewmul is the
+// one-element rank 0). Such a term is an arbitrary tensor to every proof
+// (changing its value changes no axiom instance), so a proof would also
+// prove the pair with a random tensor in its place. Returns why the pair is
+// not provable when it differs on random float inputs with that
+// replacement, else "" (then Z3 decides).
+std::string opaque_constants_refute(const pair& p, const options& o);
+
 // Hash of what rules are proven against: every operator declaration
 // (name, arity, parameters and their domains, class, flags) and every axiom.
 std::string spec_hash();
@@ -222,6 +272,16 @@ struct run_config {
     unsigned timeout_ms = 500;       // Z3 wall-clock limit per candidate
     unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
     unsigned max_instances = 0;      // Z3 quantifier instantiations per candidate (0: no cap)
+    bool mbqi = true;                // Z3 model-based quantifier instantiation
+    // Incremental verification: before Z3, try to derive each candidate from
+    // the rules proven so far (candidates in increasing size, in chunks).
+    bool derive = true;
+    int derive_depth = 2;            // rewrites per side
+    // Candidates verified together (in parallel) before their proven rules join
+    // the rule base; fixed, so the result does not depend on --threads.
+    unsigned derive_chunk = 16;
+    bool emit_derived = false;       // also emit derived rules (default: counted, listed, not emitted)
+    bool settle_opaque = true;       // opaque_constants_refute before Z3
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
     // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule
@@ -238,6 +298,11 @@ struct run_result {
     pipeline_stats st;
     std::vector<phase_stat> phases;
     std::uint64_t proven = 0, unproven = 0, timeouts = 0, skipped = 0;  // skipped: not verified (--no-verify or budget)
+    std::uint64_t derived = 0;   // derived from proven rules (no Z3 query); counted apart from `proven` (Z3)
+    std::uint64_t settled = 0;   // of `unproven`: refuted before Z3 (opaque constants)
+    std::uint64_t z3_queries = 0;
+    std::uint64_t max_z3_memory_mb = 0;  // Z3's "max memory" over the queries (process-wide peak)
+    std::vector<emitted_rule> derived_rules;  // named derived candidates (emitted only with emit_derived)
     std::vector<std::string> unproven_listing;  // "verdict: NAME: src => dst  (detail)"; never emitted as rules
     std::vector<emitted_rule> rules;      // Z3-proven: the header and rules.txt
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -98,6 +99,7 @@ struct verifier::impl {
     unsigned timeout_ms;
     unsigned rlimit;
     unsigned max_instances = 0;
+    bool mbqi = true;
     unsigned queries = 0;
     std::vector<spec::axiom> source;  // re-encoded for a fresh context (rlimit mode)
     bool with_shape_facts = false;
@@ -328,6 +330,8 @@ struct verifier::impl {
         // rlimit, and ignores the timeout meanwhile. The instance cap bounds
         // that deterministically too.
         if (max_instances > 0) p.set("qi.max_instances", max_instances);
+        if (!mbqi) p.set("mbqi", false);
+        if (const char* ac = std::getenv("TSOPT_GEN_AUTO_CONFIG_OFF"); ac && *ac == '1') p.set("auto_config", false);
         s.set(p);
         for (auto& ax : axioms) s.add(ax);
         s.add(assumptions);
@@ -380,6 +384,7 @@ verifier::impl& verifier::fresh() {
         n->source = std::move(p_->source);
         n->with_shape_facts = p_->with_shape_facts;
         n->max_instances = p_->max_instances;
+        n->mbqi = p_->mbqi;
         n->encode_axioms();
         p_ = std::move(n);
     }
@@ -391,6 +396,7 @@ verifier& verifier::operator=(verifier&&) noexcept = default;
 
 std::size_t verifier::axiom_count() const { return p_->axioms.size(); }
 void verifier::limit_instances(unsigned n) { p_->max_instances = n; }
+void verifier::use_mbqi(bool on) { p_->mbqi = on; }
 
 verify_result verifier::prove(const candidate& c) {
     if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())

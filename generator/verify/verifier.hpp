@@ -63,6 +63,9 @@ public:
     // Caps quantifier instantiations per query (0: none): deterministic like
     // the rlimit, and what bounds queries whose E-matching explodes.
     void limit_instances(unsigned n);
+    // Model-based quantifier instantiation (Z3's default: on). Off, a query
+    // Z3 cannot refute by E-matching ends as soon as E-matching saturates.
+    void use_mbqi(bool on);
 
 private:
     struct impl;

@@ -1,0 +1,289 @@
+// Incremental verification (TASO's approach, docs/verification.md): a
+// candidate pair whose two sides are joinable with already-proven rules is
+// derived from them, without a Z3 query. And the candidates Z3 cannot bound
+// that are settled before it (opaque constants, below).
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <unordered_set>
+
+#include "gen.hpp"
+#include "tsopt/core/tensor.hpp"
+#include "tsopt/rewrite/apply.hpp"
+#include "tsopt/rewrite/match.hpp"
+#include "tsopt/spec/axioms.hpp"
+
+namespace tsopt::gen {
+
+graph to_graph(const mgraph& m, const options& o, bool second, std::span<const int> out_order) {
+    const auto ins = second ? second_shapes(o.inputs) : o.inputs;
+    graph g;
+    std::vector<value> val(m.shapes.size(), value{-1, 0});
+    std::vector<shape> sh;
+    for (int i = 0; i < m.num_inputs; ++i) {
+        sh.push_back(ins[static_cast<std::size_t>(i)].s);
+        if (m.vars >> i & 1) val[static_cast<std::size_t>(i)] = g.input(ins[static_cast<std::size_t>(i)].name, ins[static_cast<std::size_t>(i)].s);
+    }
+    for (const auto& op : m.ops) {
+        const auto& p0 = param_values(op.pidx);
+        auto p = second ? params_for_shapes(op, p0, sh) : p0;
+        std::vector<value> args;
+        for (int i = 0; i < op.nin; ++i) args.push_back(val[op.in[static_cast<std::size_t>(i)]]);
+        auto outs = g.add(op.kind, p, std::move(args));
+        for (auto v : outs) {
+            val[sh.size()] = v;
+            sh.push_back(g.shape_of(v));
+        }
+    }
+    auto mark = [&](int t) { g.mark_output(val[static_cast<std::size_t>(t)]); };
+    if (out_order.empty())
+        for (int t : m.outputs) mark(t);
+    else
+        for (int k : out_order) mark(m.outputs[static_cast<std::size_t>(k)]);
+    return g;
+}
+
+// ---------------------------------------------------------------- rule_base
+struct rule_base::stored {
+    io::listed_rule r;
+    rewrite::rule view;
+    std::uint64_t ops_mask = 0;  // operator kinds the source needs
+    // Domain of each parameter variable (the slots it fills, both sides):
+    // the rule is proven for these values only (docs/verification.md).
+    std::vector<std::vector<std::int32_t>> domains;
+};
+
+rule_base::rule_base(const options& o, int depth, std::size_t max_frontier)
+    : o_(o), depth_(depth), max_frontier_(max_frontier) {}
+rule_base::~rule_base() = default;
+
+namespace {
+std::uint64_t kind_bit(spec::op_kind k) { return std::uint64_t{1} << (static_cast<unsigned>(k) % 64); }
+}  // namespace
+
+void rule_base::add(const io::listed_rule& r) {
+    auto s = std::make_unique<stored>();
+    s->r = r;
+    s->view = s->r.view("proven rule (incremental verification)");
+    for (const auto& n : s->r.src) s->ops_mask |= kind_bit(n.op);
+    s->domains.resize(static_cast<std::size_t>(s->r.num_param_vars));
+    std::vector<char> seen(s->domains.size(), 0);
+    for (const auto* side : {&s->r.src, &s->r.dst})
+        for (const auto& n : *side) {
+            const auto& d = spec::decl(n.op);
+            for (int i = 0; i < d.num_params; ++i) {
+                if (n.op == spec::op_kind::split && i == spec::split_p::at) continue;  // not encoded (its concat's)
+                const auto& t = n.params[static_cast<std::size_t>(i)];
+                const auto& dom = d.params[static_cast<std::size_t>(i)].domain;
+                if (t.k != spec::param_term::kind::variable || dom.empty()) continue;
+                auto v = static_cast<std::size_t>(t.value);
+                if (v >= s->domains.size()) continue;
+                std::vector<std::int32_t> sd(dom.begin(), dom.end());
+                std::sort(sd.begin(), sd.end());
+                if (!seen[v]) { s->domains[v] = sd; seen[v] = 1; continue; }
+                std::vector<std::int32_t> both;
+                std::set_intersection(s->domains[v].begin(), s->domains[v].end(), sd.begin(), sd.end(), std::back_inserter(both));
+                s->domains[v] = both;
+            }
+        }
+    for (std::size_t v = 0; v < seen.size(); ++v)
+        if (!seen[v]) s->domains[v] = {-1};  // marker: unconstrained
+    rules_.push_back(std::move(s));
+}
+
+std::size_t rule_base::size() const { return rules_.size(); }
+
+namespace {
+struct expander {
+    const std::vector<std::unique_ptr<rule_base::stored>>& rules;
+    std::size_t max_frontier;
+    // One rewrite from every graph of the frontier; new graphs (by structural hash) join `seen`.
+    std::vector<graph> step(const std::vector<graph>& frontier, std::unordered_set<std::uint64_t>& seen) const {
+        std::vector<graph> next;
+        for (const graph& g : frontier) {
+            std::uint64_t mask = 0;
+            for (const node& n : g.nodes)
+                if (n.kind == node_kind::op) mask |= kind_bit(n.op);
+            rewrite::graph_index ix(g);
+            for (const auto& sp : rules) {
+                const auto& s = *sp;
+                if ((s.ops_mask & ~mask) != 0) continue;
+                for (const auto& m : rewrite::find_matches(ix, s.view)) {
+                    bool in_domain = true;
+                    for (std::size_t v = 0; v < s.domains.size() && in_domain; ++v) {
+                        if (s.domains[v].size() == 1 && s.domains[v][0] == -1) continue;
+                        if (v < m.param_bound.size() && m.param_bound[v])
+                            in_domain = std::binary_search(s.domains[v].begin(), s.domains[v].end(), m.params[v]);
+                    }
+                    if (!in_domain) continue;
+                    if (auto ng = rewrite::apply(ix, s.view, m))
+                        if (seen.insert(ng->structural_hash()).second && next.size() < max_frontier) next.push_back(std::move(*ng));
+                }
+            }
+        }
+        return next;
+    }
+};
+
+bool intersects(const std::unordered_set<std::uint64_t>& a, const std::unordered_set<std::uint64_t>& b) {
+    const auto& small = a.size() < b.size() ? a : b;
+    const auto& big = a.size() < b.size() ? b : a;
+    for (auto h : small)
+        if (big.count(h)) return true;
+    return false;
+}
+}  // namespace
+
+bool rule_base::joinable(const graph& a, const graph& b) const {
+    std::unordered_set<std::uint64_t> sa{a.structural_hash()}, sb{b.structural_hash()};
+    if (intersects(sa, sb)) return true;
+    if (rules_.empty()) return false;
+    expander ex{rules_, max_frontier_};
+    std::vector<graph> fa{a}, fb{b};
+    // Deepen the two sides in turn: a rule stating the pair directly joins
+    // after one step.
+    for (int d = 0; d < depth_; ++d) {
+        if (!fa.empty()) {
+            fa = ex.step(fa, sa);
+            if (intersects(sa, sb)) return true;
+        }
+        if (!fb.empty()) {
+            fb = ex.step(fb, sb);
+            if (intersects(sa, sb)) return true;
+        }
+        if (fa.empty() && fb.empty()) break;
+    }
+    return false;
+}
+
+bool rule_base::derivable(const pair& p) const {
+    if (rules_.empty()) return false;
+    std::vector<int> ident(p.a.outputs.size()), perm(p.perm.begin(), p.perm.end());
+    for (std::size_t i = 0; i < ident.size(); ++i) ident[i] = static_cast<int>(i);
+    for (bool second : {false, true}) {
+        if (second && !o_.two_shapes) break;
+        graph a, b;
+        try {
+            a = to_graph(p.a, o_, second, ident);
+            b = to_graph(p.b, o_, second, perm);
+        } catch (const error&) {
+            return false;  // not buildable at this configuration: no derivation claimed
+        }
+        if (!joinable(a, b)) return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------- opaque constants
+namespace {
+
+// Parameter slots of a constant operator that the patterns turn into dim_of
+// terms (tied to extents, patterns.cpp); the others are literal constants in
+// the Z3 encoding.
+bool tied_slot(const gop& op, int slot) {
+    using spec::op_kind;
+    switch (op.kind) {
+        case op_kind::cpool: return op.tie[0] != no_tensor && slot == spec::cpool_p::c;
+        case op_kind::iconv:
+            return (op.tie[0] != no_tensor && (slot == spec::iconv_p::co || slot == spec::iconv_p::ci)) ||
+                   (op.tie[1] != no_tensor && slot == spec::iconv_p::k);
+        case op_kind::imatmul: return op.tie[0] != no_tensor && slot == spec::imatmul_p::n;
+        case op_kind::iewmul: return op.tie[0] != no_tensor && slot >= spec::iewmul_p::d0;
+        default: return false;
+    }
+}
+
+// Whether some axiom of the proof base has a node of the same operator whose
+// parameters could equal this one's: a constant slot on both sides must hold
+// the same value (a variable or dim_of slot could take any).
+bool reached_by_axioms(const gop& op) {
+    const auto& pv = param_values(op.pidx);
+    const auto& d = spec::decl(op.kind);
+    for (const auto& ax : spec::taso_model_axioms)
+        for (const spec::expr* e : {&ax.eq.lhs, &ax.eq.rhs})
+            for (int k = 0; k < e->size; ++k) {
+                const auto& n = e->nodes[static_cast<std::size_t>(k)];
+                if (n.op != op.kind) continue;
+                bool fits = true;
+                for (int s = 0; s < d.num_params && fits; ++s) {
+                    const auto& t = n.params[static_cast<std::size_t>(s)];
+                    std::int32_t axv;
+                    if (t.k == spec::param_term::kind::constant) axv = t.value;
+                    else if (t.k == spec::param_term::kind::unused) axv = d.params[static_cast<std::size_t>(s)].fallback;
+                    else continue;
+                    if (!tied_slot(op, s) && pv[s] != axv) fits = false;
+                }
+                if (fits) return true;
+            }
+    return false;
+}
+
+// Float evaluation with the outputs of the listed operators replaced by
+// random tensors (one per structurally distinct operator, shared by both graphs).
+std::vector<tensor<float>> eval_replacing(const mgraph& g, std::span<const tensor<float>> inputs,
+                                          const std::vector<char>& opaque, std::uint64_t seed) {
+    std::vector<tensor<float>> v(inputs.begin(), inputs.end());
+    v.resize(g.shapes.size());
+    int t = g.num_inputs;
+    for (std::size_t k = 0; k < g.ops.size(); ++k) {
+        const auto& op = g.ops[k];
+        const auto& d = spec::decl(op.kind);
+        if (opaque[k]) {
+            std::mt19937_64 rng(seed ^ g.shash[static_cast<std::size_t>(t)]);
+            std::uniform_real_distribution<float> u(-1.f, 1.f);
+            tensor<float> r(g.shapes[static_cast<std::size_t>(t)]);
+            for (auto& x : r.data) x = u(rng);
+            v[static_cast<std::size_t>(t)] = std::move(r);
+            t += d.num_outputs;
+            continue;
+        }
+        std::array<const tensor<float>*, 2> ip{};
+        for (int i = 0; i < op.nin; ++i) ip[static_cast<std::size_t>(i)] = &v[op.in[static_cast<std::size_t>(i)]];
+        std::vector<tensor<float>> res;
+        for (int j = 0; j < d.num_outputs; ++j) res.emplace_back(g.shapes[static_cast<std::size_t>(t + j)]);
+        d.template eval<float>()(param_values(op.pidx), std::span<const tensor<float>* const>(ip.data(), op.nin), res);
+        for (int j = 0; j < d.num_outputs; ++j) v[static_cast<std::size_t>(t + j)] = std::move(res[static_cast<std::size_t>(j)]);
+        t += d.num_outputs;
+    }
+    return v;
+}
+
+}  // namespace
+
+std::string opaque_constants_refute(const pair& p, const options& o) {
+    std::vector<char> oa(p.a.ops.size(), 0), ob(p.b.ops.size(), 0);
+    std::string which;
+    bool any = false;
+    for (auto [g, flags] : {std::pair{&p.a, &oa}, std::pair{&p.b, &ob}})
+        for (std::size_t k = 0; k < g->ops.size(); ++k) {
+            const auto& op = g->ops[k];
+            if (op.nin != 0 || reached_by_axioms(op)) continue;
+            (*flags)[k] = 1;
+            any = true;
+            if (which.empty()) which = std::string(spec::decl(op.kind).name);
+        }
+    if (!any) return {};
+    std::mt19937_64 rng(o.seed ^ 0x0bacull);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int trial = 0; trial < 2; ++trial) {
+        std::vector<tensor<float>> in;
+        for (const auto& d : o.inputs) {
+            tensor<float> t(d.s);
+            for (auto& x : t.data) x = u(rng);
+            in.push_back(std::move(t));
+        }
+        std::uint64_t seed = rng();
+        auto va = eval_replacing(p.a, in, oa, seed), vb = eval_replacing(p.b, in, ob, seed);
+        for (std::size_t i = 0; i < p.a.outputs.size(); ++i) {
+            const auto& x = va[static_cast<std::size_t>(p.a.outputs[i])];
+            const auto& y = vb[static_cast<std::size_t>(p.b.outputs[static_cast<std::size_t>(p.perm[i])])];
+            if (!(x.shape == y.shape) || relative_error(x, y) > o.tolerance)
+                return "not provable: no axiom reaches " + which +
+                       " with these parameters, so a proof would hold for any tensor in its place, and the pair differs "
+                       "with a random tensor there";
+        }
+    }
+    return {};
+}
+
+}  // namespace tsopt::gen

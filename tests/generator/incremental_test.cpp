@@ -1,0 +1,162 @@
+// Incremental verification (docs/verification.md): a candidate joinable with
+// proven rules is derived without Z3, one that is not joinable is not, a
+// wrong one never is; constants no axiom reaches are settled before Z3.
+#include <doctest/doctest.h>
+
+#include "gen.hpp"
+#include "tsopt/io/rule_listing.hpp"
+
+using namespace tsopt;
+using namespace tsopt::gen;
+using spec::op_kind;
+
+namespace {
+
+gop op(op_kind k, std::initializer_list<int> in, spec::op_params p = {}) {
+    gop g;
+    g.kind = k;
+    g.nin = static_cast<std::uint8_t>(in.size());
+    int i = 0;
+    for (int t : in) g.in[static_cast<std::size_t>(i++)] = static_cast<std::uint8_t>(t);
+    g.pidx = intern_params(p);
+    return g;
+}
+
+options acts() {
+    options o;
+    o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}};
+    return o;
+}
+
+pair pair_of(std::vector<gop> a, std::vector<gop> b, const options& o) {
+    pair p{materialize(a, 0, o), materialize(b, 0, o), {}};
+    REQUIRE(p.a.outputs.size() == 1);
+    REQUIRE(p.b.outputs.size() == 1);
+    p.perm = {0};
+    return p;
+}
+
+io::listed_rule rule(const std::string& line) { return io::parse_rule_line(line, "test"); }
+
+// x = 0, y = 1; tensor ids of operator outputs follow.
+const gop add_xy = op(op_kind::ewadd, {0, 1}), add_yx = op(op_kind::ewadd, {1, 0});
+
+}  // namespace
+
+TEST_CASE("a candidate joinable with proven rules is derived; one needing a missing rule is not") {
+    auto o = acts();
+    rule_base base(o, 2);
+    base.add(rule("comm: (ewadd ?x ?y) => (ewadd ?y ?x)"));
+    // relu(x + y) == relu(y + x): one commutativity step inside relu.
+    auto p = pair_of({add_xy, op(op_kind::relu, {2})}, {add_yx, op(op_kind::relu, {2})}, o);
+    CHECK(base.derivable(p));
+    // (x + y) + x == x + (x + y): commutativity at the root.
+    auto q = pair_of({add_xy, op(op_kind::ewadd, {2, 0})}, {add_xy, op(op_kind::ewadd, {0, 2})}, o);
+    CHECK(base.derivable(q));
+    // (x + y) + x == (x + x) + y needs associativity: not derivable from commutativity.
+    auto r = pair_of({add_xy, op(op_kind::ewadd, {2, 0})}, {op(op_kind::ewadd, {0, 0}), op(op_kind::ewadd, {2, 1})}, o);
+    CHECK_FALSE(base.derivable(r));
+    base.add(rule("assoc: (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))"));
+    base.add(rule("assoc-rev: (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)"));
+    CHECK(base.derivable(r));
+    // Depth 0: only identical sides join.
+    rule_base shallow(o, 0);
+    shallow.add(rule("comm: (ewadd ?x ?y) => (ewadd ?y ?x)"));
+    CHECK_FALSE(shallow.derivable(p));
+}
+
+TEST_CASE("a wrong candidate is never derived") {
+    auto o = acts();
+    rule_base base(o, 3);
+    for (auto* l : {"comm: (ewadd ?x ?y) => (ewadd ?y ?x)", "assoc: (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))",
+                    "assoc-rev: (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)",
+                    "relu-idem: (relu (relu ?x)) => (relu ?x)"})
+        base.add(rule(l));
+    // relu(x + y) != relu(x) + relu(y), and x + y != x + x.
+    auto w1 = pair_of({add_xy, op(op_kind::relu, {2})}, {op(op_kind::relu, {0}), op(op_kind::relu, {1}), op(op_kind::ewadd, {2, 3})}, o);
+    CHECK_FALSE(base.derivable(w1));
+    auto w2 = pair_of({add_xy}, {op(op_kind::ewadd, {0, 0})}, o);
+    CHECK_FALSE(base.derivable(w2));
+    // No rules: nothing but identical graphs joins.
+    rule_base empty(o, 2);
+    auto p = pair_of({add_xy, op(op_kind::relu, {2})}, {add_yx, op(op_kind::relu, {2})}, o);
+    CHECK_FALSE(empty.derivable(p));
+}
+
+TEST_CASE("a rule fires only at parameter values of the domains it was proven for") {
+    options o;
+    o.inputs = {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}};
+    // act(a b) == (act(b^T a^T))^T holds for every activation, but a rule whose
+    // variable fills matmul's act slot is proven for its domain {none, relu} only.
+    rule_base base(o, 1);
+    base.add(rule("t: (matmul{act=$0} ?x ?y) => (transpose{perm=33554433} (matmul{act=$0} (transpose{perm=33554433} ?y) "
+                  "(transpose{perm=33554433} ?x)))"));
+    spec::op_params t10{};
+    t10[spec::transpose_p::perm] = spec::pack_perm({1, 0});
+    auto at = [&](std::int32_t act) {
+        spec::op_params m{};
+        m[spec::matmul_p::act] = act;
+        return pair_of({op(op_kind::matmul, {0, 1}, m)},
+                       {op(op_kind::transpose, {1}, t10), op(op_kind::transpose, {0}, t10), op(op_kind::matmul, {2, 3}, m),
+                        op(op_kind::transpose, {4}, t10)},
+                       o);
+    };
+    CHECK(base.derivable(at(0)));
+    CHECK(base.derivable(at(1)));
+    CHECK_FALSE(base.derivable(at(2)));  // sigmoid: outside the rule's domain
+}
+
+TEST_CASE("a constant no axiom reaches is settled before Z3 only when the pair fails with any tensor in its place") {
+    auto o = acts();
+    // ewmul(x, iewmul{rank=4, d = x's extents}) == x: true (a tensor of ones), but
+    // the axioms only know the one-element iewmul (rank 0).
+    gop ones = op(op_kind::iewmul, {}, [] {
+        spec::op_params p{};
+        p[spec::iewmul_p::rank] = 4;
+        std::int32_t d[] = {1, 4, 6, 8};
+        for (int i = 0; i < 4; ++i) p[spec::iewmul_p::d0 + i] = d[i];
+        return p;
+    }());
+    ones.tie[0] = 0;  // extents tied to x
+    auto id = pair_of({ones, op(op_kind::ewmul, {0, 2})}, {op(op_kind::relu, {0})}, o);
+    id.b = materialize(std::vector<gop>{}, 1, o);  // the trivial graph x
+    REQUIRE(id.b.outputs.size() == 1);
+    CHECK_FALSE(opaque_constants_refute(id, o).empty());
+    // ewmul(x, K) == ewmul(K, x) holds for every tensor K: left to Z3.
+    auto comm = pair_of({ones, op(op_kind::ewmul, {0, 2})}, {ones, op(op_kind::ewmul, {2, 0})}, o);
+    CHECK(opaque_constants_refute(comm, o).empty());
+    // No constant: nothing to settle.
+    auto plain = pair_of({add_xy}, {add_yx}, o);
+    CHECK(opaque_constants_refute(plain, o).empty());
+}
+
+TEST_CASE("with incremental verification the derived and Z3-proven candidates are those Z3 proves alone") {
+    if (!verifier_available()) return;
+    run_config c;
+    c.o.ops = {op_kind::ewadd, op_kind::ewmul};
+    c.o.max_ops = 2;
+    c.o.inputs = acts().inputs;
+    c.o.threads = 2;
+    c.quiet = true;
+    c.timeout_ms = 5000;
+    c.rlimit = 1000000;
+    c.max_instances = 100000;
+    c.derive = false;
+    auto all = run(c);
+    c.derive = true;
+    auto inc = run(c);
+    CHECK(all.derived == 0);
+    CHECK(inc.derived > 0);
+    CHECK(inc.proven < all.proven);
+    CHECK(inc.proven + inc.derived == all.proven);
+    CHECK(inc.z3_queries + inc.derived + inc.settled == all.z3_queries + all.settled);
+    // Derived rules are not emitted by default; every emitted rule is Z3-proven.
+    for (auto& e : inc.rules) CHECK(e.provenance.find("proven by Z3") != std::string::npos);
+    CHECK(!inc.derived_rules.empty());
+    c.emit_derived = true;
+    auto emit = run(c);
+    CHECK(emit.rules.size() > inc.rules.size());
+    std::size_t derived_emitted = 0;
+    for (auto& e : emit.rules) derived_emitted += e.provenance.find("derived from Z3-proven rules") != std::string::npos;
+    CHECK(derived_emitted > 0);
+}
