@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -331,7 +330,6 @@ struct verifier::impl {
         // that deterministically too.
         if (max_instances > 0) p.set("qi.max_instances", max_instances);
         if (!mbqi) p.set("mbqi", false);
-        if (const char* ac = std::getenv("TSOPT_GEN_AUTO_CONFIG_OFF"); ac && *ac == '1') p.set("auto_config", false);
         s.set(p);
         for (auto& ax : axioms) s.add(ax);
         s.add(assumptions);
