@@ -428,7 +428,9 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     if (wrong) out << "ERROR: " << wrong << " optimized candidate(s) computed different outputs\n";
     if (s.profile) {
         print_profile(out, be, g, inputs, s.reps, "the original");
-        if (cands.size() > 1 && !pick.rejected[1]) print_profile(out, be, cands[1], inputs, s.reps, "the optimizer's graph");
+        if (pick.best != 0) print_profile(out, be, chosen, inputs, s.reps, "the chosen graph (candidate " + std::to_string(pick.best) + ")");
+        if (cands.size() > 1 && pick.best != 1 && !pick.rejected[1])
+            print_profile(out, be, cands[1], inputs, s.reps, "the optimizer's graph (candidate 1)");
     }
 
     const double ratio = best.end_to_end_ms > 0 ? base.end_to_end_ms / best.end_to_end_ms : 1;

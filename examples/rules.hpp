@@ -9,7 +9,7 @@
 //         for the axioms that merge or split kernels along output channels
 //         or sum convolutions (conv-concat-weight, conv-concat-sum,
 //         conv-distrib-ewadd-*),
-//       - matmuls 2-D (matmul-concat-sum, matmul-concat-cols);
+//       - matmuls 2-D (matmul-concat-sum, matmul-concat-cols, matmul-concat-rows);
 //     axioms outside TASO's model (spec::full_semantics_only, e.g.
 //     conv-concat-grouped, which merges parallel convs into one grouped conv)
 //     carry their own conditions and get no others;
@@ -18,10 +18,13 @@
 //     one axiom read right to left followed by split-concat inversion:
 //       matmul-fuse-shared:  matmul(x,y), matmul(x,z)
 //                            => split1(matmul(x, concat1(y,z)))   [matmul-concat-cols, split*-concat]
+//       matmul-batch-shared: matmul(x,z), matmul(y,z)
+//                            => split0(matmul(concat0(x,y), z))   [matmul-concat-rows, split*-concat]
 //       conv-fuse-shared:    conv(x,y), conv(x,z)
 //                            => split1(conv(x, concat0(y,z)))     [conv-concat-weight, split*-concat]
 //     with the same conditions as the axioms they come from; the split point
-//     is the extent of y the concat put first. examples_rules_test proves each
+//     is the extent of the operand the concat put first (y's columns, y's
+//     output channels, x's rows). examples_rules_test proves each
 //     composition from the axioms with the Z3 verifier.
 //  3. optionally the generator's tables (tsopt::rules::generated()).
 #include <string>
@@ -76,6 +79,13 @@ inline constexpr spec::expr matmul_shared_src = concat(ax0, matmul(none, x, y), 
 inline constexpr spec::expr matmul_shared_dst =
     concat(ax0, split_at(0, ax1, dim(y, 1), matmul(none, x, concat(ax1, y, z))),
            split_at(1, ax1, dim(y, 1), matmul(none, x, concat(ax1, y, z))));
+// matmul(x,z), matmul(y,z) => split(matmul(concat0(x,y), z)) at x's rows: the
+// matmuls that share a weight (an RNN's input projections across time steps)
+// read it once.
+inline constexpr spec::expr matmul_batch_src = concat(ax0, matmul(none, x, z), matmul(none, y, z));
+inline constexpr spec::expr matmul_batch_dst =
+    concat(ax0, split_at(0, ax0, dim(x, 0), matmul(none, concat(ax0, x, y), z)),
+           split_at(1, ax0, dim(x, 0), matmul(none, concat(ax0, x, y), z)));
 // conv(x,y), conv(x,z) => split(conv(x, concat0(y,z))) at y's output channels.
 inline constexpr spec::expr conv_shared_src =
     concat(ax0, conv2d(p0, p1, p2, p3, x, y), conv2d(p0, p1, p2, p3, x, z));
@@ -112,6 +122,8 @@ struct composed_rule {
 inline constexpr composed_rule composed_rules[] = {
     {"matmul-fuse-shared", &rules_detail::matmul_shared_src, &rules_detail::matmul_shared_dst,
      "matmul-concat-cols (reversed), split0-concat, split1-concat"},
+    {"matmul-batch-shared", &rules_detail::matmul_batch_src, &rules_detail::matmul_batch_dst,
+     "matmul-concat-rows (reversed), split0-concat, split1-concat"},
     {"conv-fuse-shared", &rules_detail::conv_shared_src, &rules_detail::conv_shared_dst,
      "conv-concat-weight, split0-concat, split1-concat"},
 };
@@ -131,7 +143,7 @@ inline std::vector<spec::condition> restricted_model(const spec::axiom& a) {
     if (n == "conv-distrib-ewadd-weight") return cat({{ungrouped(Y, X), ungrouped(Z, X)}, rewrite::same_shape(Y, Z)});
     if (n == "conv-distrib-ewadd-input") return cat({{ungrouped(Z, X)}, rewrite::same_shape(X, Y)});
     if (n == "matmul-concat-sum") return cat({two_d(X, Y), two_d(Z, W), rewrite::same_shape(Y, W)});
-    if (n == "matmul-concat-cols") return cat({two_d(X, Y), two_d(Y, Z)});
+    if (n == "matmul-concat-cols" || n == "matmul-concat-rows") return cat({two_d(X, Y), two_d(Y, Z)});
     return shapes;
 }
 
@@ -145,6 +157,9 @@ public:
             auto m = roots_of(matmul_shared_src), md = roots_of(matmul_shared_dst);
             axioms_.add_rule("matmul-fuse-shared", m.nodes, md.nodes, m.outs, md.outs,
                              cat({two_d(X, Y), two_d(Y, Z)}), "axioms matmul-concat-cols, split0-concat, split1-concat");
+            auto b = roots_of(matmul_batch_src), bd = roots_of(matmul_batch_dst);
+            axioms_.add_rule("matmul-batch-shared", b.nodes, bd.nodes, b.outs, bd.outs,
+                             cat({two_d(X, Y), two_d(Y, Z)}), "axioms matmul-concat-rows, split0-concat, split1-concat");
             auto c = roots_of(conv_shared_src), cd = roots_of(conv_shared_dst);
             axioms_.add_rule("conv-fuse-shared", c.nodes, cd.nodes, c.outs, cd.outs, {ungrouped(Y, X), ungrouped(Z, X)},
                              "axioms conv-concat-weight, split0-concat, split1-concat");

@@ -12,7 +12,13 @@
 //     by search::partition (min-cut over capacities = rule matches a cut
 //     would break), each part is searched on its own (the budget shared
 //     evenly) and the results are stitched; then a short whole-graph search
-//     (`cut_expansions`) lets rules that span the cuts apply;
+//     (`cut_expansions`) lets rules that span the cuts apply. Before
+//     partitioning, multi-output matches whose operands are inputs and
+//     weights (operators sharing an operand anywhere in the graph, e.g. the
+//     input matmuls x_t.W of every time step of an RNN), which no part would
+//     see together, are applied on the whole graph, the cheapest first,
+//     while the cost model prices them cheaper (`leaf_matches`; detail::
+//     leaf_phase);
 //  3. relaxed backtracking search (search/backtracking.hpp) per part;
 //  4. with `pet` on (PET's joint optimization): the rule-optimized graph is
 //     mutated by pet::mutants (partially equivalent transformations whose
@@ -24,8 +30,11 @@
 //     cost model, the input is returned unchanged.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,9 +54,16 @@ struct optimize_options {
     std::size_t max_expansions = 100'000;  // over the whole run
     std::size_t max_queue = 10'000;
     std::uint64_t seed = 0x7a50;
-    std::size_t top_k = 0;                 // distinct candidates to return (unpartitioned graphs)
+    std::size_t top_k = 0;                 // distinct candidates to return (partitioned graphs: the final one,
+                                           // the one before the parts' search, the other leaf-merge orders)
     std::size_t partition_threshold = 30;  // operators; larger graphs are partitioned
     std::size_t cut_expansions = 16;       // whole-graph expansions after stitching parts
+    // Before partitioning, multi-output matches over inputs and weights
+    // (operators sharing an operand anywhere in the graph) are applied on the
+    // whole graph while the cost model prices them cheaper, within
+    // leaf_share of the budget.
+    bool leaf_matches = true;
+    double leaf_share = 0.5;
     bool preprocess = true;
     bool layouts = true;
     // PET's corrected mutants mixed with the rules (joint optimization).
@@ -60,6 +76,8 @@ struct optimize_options {
 struct optimize_report {
     double cost_before = 0, cost_after = 0;
     std::size_t parts = 1;
+    std::size_t leaf_matches = 0;  // multi-output matches over inputs/weights applied before partitioning
+    std::chrono::duration<double> leaf_time{};
     std::size_t expansions = 0, generated = 0, dedup_hits = 0, rejected = 0, pruned = 0;
     std::map<std::string, int> rule_uses;
     std::map<std::string, int> pet_uses;  // PET mutation families in the result
@@ -75,6 +93,9 @@ struct optimize_report {
            << "parts " << parts << ", expanded " << expansions << ", generated " << generated << ", duplicates "
            << dedup_hits << ", rejected " << rejected << ", pruned " << pruned << "\n"
            << "stopped: " << search::to_string(stopped) << " after " << elapsed.count() << " s\n";
+        if (leaf_time.count() > 0)
+            os << "multi-output matches over inputs and weights applied before partitioning: " << leaf_matches << " in "
+               << leaf_time.count() << " s\n";
         if (rule_uses.empty()) os << "rules used: none\n";
         else {
             os << "rules used:\n";
@@ -121,6 +142,174 @@ inline std::vector<double> match_capacity(const graph& g, std::span<const rewrit
     return search::spanning_capacity(g, sets);
 }
 
+// Which values exist before any computation: graph inputs, weights,
+// weight-only operators, and what data-movement operators (concat, split,
+// transpose, ...) make of those alone.
+inline std::vector<char> leaf_values(const graph& g) {
+    auto constant = g.constant_mask();
+    std::vector<char> leaf(g.size(), 0);
+    for (std::size_t i : g.topological_order()) {
+        const node& n = g.nodes[i];
+        if (n.kind == node_kind::input || n.kind == node_kind::weight || constant[i]) leaf[i] = 1;
+        else if (n.kind == node_kind::op && spec::decl(n.op).cls == spec::op_class::data_movement) {
+            leaf[i] = 1;
+            for (value v : n.inputs) leaf[i] = leaf[i] && leaf[static_cast<std::size_t>(v.node)];
+        }
+    }
+    return leaf;
+}
+
+// Matches of multi-output rules over leaf values (leaf_values: every tensor
+// the match binds exists before any computation), applied on the whole graph
+// before it is partitioned. Such a match fuses operators that share an
+// operand but need not be near each other: an RNN's input matmuls x_t.W of
+// every time step share W, and all x_t are graph inputs. The partition's
+// capacities cannot keep them together (spanning_capacity counts producer ->
+// consumer pairs; two readers of one weight have no edge between them), so
+// each part's search would see one step only.
+//
+// A candidate merges every reader of the shared operand at once: the match,
+// then the same rule again on the merged operator and the next reader of
+// the shared input or weight (identified by name), until none is left. One
+// merge alone can cost more than it saves where the whole does not (oneDNN
+// runs a 2-row matmul slower than two 1-row ones, 5 rows in about the time
+// of 2.5). Steepest descent: each round prices every candidate with `model`
+// (weights folded) and keeps the cheapest when it is below the current
+// graph. Stops when none improves, after `max_steps`, or at `deadline`.
+// `only`: a rule index to restrict to (others skipped). Returns the number
+// of rule applications kept (`uses` counts them by rule name).
+template <class Cost>
+std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, Cost& model,
+                               std::chrono::steady_clock::time_point deadline, std::size_t max_steps,
+                               std::map<std::string, int>& uses, std::optional<std::size_t> only = std::nullopt) {
+    rewrite::fold_cache cache;
+    double cost = static_cast<double>(model.graph_cost(g));
+    std::size_t kept = 0;
+    auto out_of_time = [&] { return std::chrono::steady_clock::now() > deadline; };
+    auto all_leaves = [](const std::vector<char>& leaf, const rewrite::match& m) {
+        for (value v : m.tensors)
+            if (v.node >= 0 && !leaf[static_cast<std::size_t>(v.node)]) return false;
+        return true;
+    };
+    // Tensor variables read by two or more source nodes: the shared operands.
+    auto shared_vars = [](const rewrite::rule& r) {
+        std::vector<int> readers(static_cast<std::size_t>(r.num_tensor_vars), 0), shared;
+        for (const auto& n : r.src)
+            for (int k = 0; k < n.num_inputs; ++k)
+                if (n.inputs[static_cast<std::size_t>(k)].is_var) ++readers[static_cast<std::size_t>(n.inputs[static_cast<std::size_t>(k)].index)];
+        for (int v = 0; v < r.num_tensor_vars; ++v)
+            if (readers[static_cast<std::size_t>(v)] > 1) shared.push_back(v);
+        return shared;
+    };
+    // A named input or weight bound to every shared variable, or nothing.
+    auto shared_names = [&](const graph& h, const rewrite::rule& r, const rewrite::match& m) {
+        std::vector<std::string> names;
+        for (int v : shared_vars(r)) {
+            value b = m.tensors[static_cast<std::size_t>(v)];
+            const node& n = h.nodes[static_cast<std::size_t>(b.node)];
+            if ((n.kind != node_kind::input && n.kind != node_kind::weight) || n.name.empty()) return std::vector<std::string>{};
+            names.push_back(n.name);
+        }
+        return names;
+    };
+    while (kept < max_steps && !out_of_time()) {
+        const auto leaf = leaf_values(g);
+        rewrite::graph_index ix(g);
+        std::optional<graph> best;
+        double best_cost = cost;
+        std::size_t best_rule = 0, best_steps = 0;
+        std::set<std::pair<std::size_t, std::vector<std::string>>> merged;  // (rule, shared operand) done this round
+        std::set<std::pair<std::size_t, std::vector<std::int32_t>>> priced;  // a match and its mirror price alike
+        for (std::size_t ri = 0; ri < rules.size() && !out_of_time(); ++ri) {
+            const rewrite::rule& r = rules[ri];
+            if (r.src_out.size() < 2 || (only && *only != ri)) continue;
+            for (const auto& m : rewrite::find_matches(ix, r)) {
+                if (out_of_time()) break;
+                if (!all_leaves(leaf, m)) continue;
+                std::vector<std::int32_t> nodes = m.nodes;
+                std::sort(nodes.begin(), nodes.end());
+                if (!priced.insert({ri, std::move(nodes)}).second) continue;
+                const auto names = shared_names(g, r, m);
+                if (!names.empty() && merged.count({ri, names})) continue;
+                auto out = rewrite::apply(ix, r, m);
+                if (!out) continue;
+                if (!names.empty()) merged.insert({ri, names});
+                graph h = rewrite::fold_constants(*out, cache);
+                std::size_t steps = 1;
+                // The next readers of the same named operand, one at a time.
+                for (bool more = !names.empty(); more && steps < max_steps && !out_of_time();) {
+                    more = false;
+                    const auto hleaf = leaf_values(h);
+                    rewrite::graph_index hx(h);
+                    for (const auto& m2 : rewrite::find_matches(hx, r)) {
+                        if (!all_leaves(hleaf, m2) || shared_names(h, r, m2) != names) continue;
+                        auto o2 = rewrite::apply(hx, r, m2);
+                        if (!o2) continue;
+                        h = rewrite::fold_constants(*o2, cache);
+                        ++steps;
+                        more = true;
+                        break;
+                    }
+                }
+                const double c = static_cast<double>(model.graph_cost(h));
+                if (!(c < best_cost)) continue;
+                best = std::move(h);
+                best_cost = c;
+                best_rule = ri;
+                best_steps = steps;
+            }
+        }
+        if (!best) break;
+        g = std::move(*best);
+        cost = best_cost;
+        kept += best_steps;
+        uses[std::string(rules[best_rule].name)] += static_cast<int>(best_steps);
+    }
+    return kept;
+}
+
+// The step before partitioning: apply_leaf_matches from several orders,
+// the cheapest result kept. Steepest descent is myopic where merges compete
+// for the same operators (an RNN's x_t.W_i: merged across the steps by W_i,
+// or across i by x_t; whichever is priced a little cheaper first blocks the
+// other), so besides all rules at once it starts with each multi-output
+// rule alone, then continues with all. `others`: the other distinct results,
+// cheapest first (candidates for on-board verification).
+struct leaf_result {
+    graph best;
+    std::size_t applied = 0;
+    std::map<std::string, int> uses;
+    std::vector<graph> others;
+};
+template <class Cost>
+leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cost& model,
+                       std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::optional<std::size_t>> firsts{std::nullopt};
+    for (std::size_t ri = 0; ri < rules.size(); ++ri)
+        if (rules[ri].src_out.size() > 1) firsts.push_back(ri);
+    struct run { double cost; std::uint64_t hash; leaf_result r; };
+    std::vector<run> runs;
+    for (auto first : firsts) {
+        if (std::chrono::steady_clock::now() > deadline) break;
+        leaf_result r{g, 0, {}, {}};
+        if (first) {
+            r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, first);
+            if (r.applied == 0) continue;  // the rule has no leaf match that pays
+        }
+        r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses);
+        if (r.applied == 0) continue;
+        const std::uint64_t h = r.best.structural_hash();
+        bool seen = false;
+        for (const auto& x : runs) seen = seen || x.hash == h;
+        if (!seen) runs.push_back({static_cast<double>(model.graph_cost(r.best)), h, std::move(r)});
+    }
+    if (runs.empty()) return {g, 0, {}, {}};
+    std::stable_sort(runs.begin(), runs.end(), [](const run& a, const run& b) { return a.cost < b.cost; });
+    leaf_result out = std::move(runs.front().r);
+    for (std::size_t i = 1; i < runs.size(); ++i) out.others.push_back(std::move(runs[i].r.best));
+    return out;
+}
+
 }  // namespace detail
 
 template <cost::cost_model Cost>
@@ -155,6 +344,24 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             g = std::move(r.best);
             if (keep_top_k) res.top_k = std::move(r.top_k);
         } else {
+            std::optional<graph> before_parts;
+            std::vector<graph> leaf_alternatives;
+            if (o.leaf_matches) {
+                const auto deadline =
+                    started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget * o.leaf_share);
+                auto leaf = detail::leaf_phase(g, rules, model, deadline);
+                if (leaf.applied > 0) {
+                    g = std::move(leaf.best);
+                    if (keep_top_k && o.top_k > 1) {
+                        before_parts = g;
+                        leaf_alternatives = std::move(leaf.others);
+                        if (leaf_alternatives.size() + 2 > o.top_k) leaf_alternatives.resize(o.top_k - 2);
+                    }
+                }
+                res.report.leaf_matches += leaf.applied;
+                res.report.leaf_time += std::chrono::steady_clock::now() - started;
+                for (const auto& [name, k] : leaf.uses) res.report.rule_uses[name] += k;
+            }
             auto parts = search::partition(g, detail::match_capacity(g, rules), {.max_part_ops = o.partition_threshold});
             std::vector<search::subgraph> subs;
             std::size_t nparts = 0;
@@ -194,6 +401,12 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     detail::merge_report(res.report, r.rep);
                     g = std::move(r.best);
                 }
+            }
+            // Candidates for a caller that verifies on the board (top_k): the
+            // final graph first, then the graph before the parts' search.
+            if (keep_top_k && o.top_k > 1 && before_parts) {
+                res.top_k = {g, std::move(*before_parts)};
+                for (auto& alt : leaf_alternatives) res.top_k.push_back(std::move(alt));
             }
         }
         return g;
