@@ -3,10 +3,11 @@
 # operator/axiom spec than the one built now (the spec hash in the header), or
 # holding other rules than the build generated. The build bounds each proof
 # by Z3's deterministic limits (gen_rlimit, gen_max_instances), so the proven
-# set does not depend on --threads; the 1 s wall-clock guard beside them can
-# end a slow proof on a loaded machine. A rule difference is therefore
-# tolerated only when this build's summary counts at least as many queries
-# ended by that guard (wall_guard_hits), and reported as a warning.
+# set does not depend on --threads or machine load; the wall-clock hang guard
+# beside them (60 s) ends no N=2 query, but if it ever ends one on an overloaded
+# machine, a rule difference is tolerated only when this build's summary counts
+# at least as many queries ended by that guard (wall_guard_hits), and reported
+# as a warning.
 # usage: snapshot_check.sh BUILT_HEADER BUILT_LISTING SNAPSHOT_HEADER SNAPSHOT_LISTING [BUILT_SUMMARY]
 built_h=$1 built_l=$2 snap_h=$3 snap_l=$4 summary=${5:-}
 hash_of() { sed -n 's/.*generated_spec_hash = "\([0-9a-f]*\)".*/\1/p' "$1"; }
