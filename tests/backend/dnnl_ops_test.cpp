@@ -223,6 +223,27 @@ TEST_CASE("dnnl data movement: concat, split, transpose, enlarge, pad, reshape, 
         check_against_reference(g);
         check_no_fallback(g);
     }
+    SUBCASE("slice and overwrite (PET's correction kernels), also of a blocked conv output") {
+        graph g;
+        std::mt19937_64 rng(4);
+        auto x = g.input("x", {2, 3, 5, 6});
+        spec::op_params sp;  // x[0:2, 1:3, 2:5, 0:4]
+        sp[spec::slice_p::b1] = 1, sp[spec::slice_p::e1] = 3, sp[spec::slice_p::b2] = 2, sp[spec::slice_p::e3] = 4;
+        g.mark_output(g.add1(spec::op_kind::slice, sp, {x}));
+        spec::op_params sm;  // a matrix's rows 1..2 (end 0: to the extent)
+        sm[spec::slice_p::b0] = 1, sm[spec::slice_p::e0] = 3;
+        g.mark_output(g.add1(spec::op_kind::slice, sm, {g.input("m", {4, 7})}));
+        auto c = g.conv2d(g.input("y", {1, 16, 6, 6}), g.weight("w", {16, 16, 3, 3}, rng), {.act = relu});
+        g.mark_output(g.add1(spec::op_kind::slice, sp, {c}));
+        spec::op_params op;  // patch [1, 2, 3, 4] at (1, 0, 2, 1)
+        op[spec::overwrite_p::o0] = 1, op[spec::overwrite_p::o2] = 2, op[spec::overwrite_p::o3] = 1;
+        g.mark_output(g.add1(spec::op_kind::overwrite, op, {x, g.input("p", {1, 2, 3, 4})}));
+        spec::op_params oc;  // into the conv output: patch [1, 4, 2, 2] at (0, 8, 3, 4)
+        oc[spec::overwrite_p::o1] = 8, oc[spec::overwrite_p::o2] = 3, oc[spec::overwrite_p::o3] = 4;
+        g.mark_output(g.add1(spec::op_kind::overwrite, oc, {c, g.input("q", {1, 4, 2, 2})}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
     SUBCASE("softmax along each axis") {
         for (int ax = 0; ax < 3; ++ax) {
             INFO("axis ", ax);

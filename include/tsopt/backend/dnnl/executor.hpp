@@ -65,6 +65,8 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::enlarge: return lower_enlarge(L, i);
             case K::pad: return lower_pad(L, i);
             case K::reshape: return lower_reshape(L, i);
+            case K::slice: return lower_slice(L, i);
+            case K::overwrite: return lower_overwrite(L, i);
             case K::reorder: return lower_layout_reorder(L, i);
             case K::softmax: return lower_softmax(L, i);
             default: throw refused("no oneDNN lowering for this operator");  // constants are folded before

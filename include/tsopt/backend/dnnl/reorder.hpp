@@ -6,6 +6,9 @@
 //   pad        zero fill, then reorder of the input into the interior
 //   reshape    a view: the row-major input buffer with new extents (no step)
 //   reorder    the explicit layout conversion: a reorder into NHWC or row-major
+//   slice      reorder of a sub-memory of the input (PET's correction input)
+//   overwrite  reorder of the input, then of the patch into a sub-memory of
+//              the copy (PET's correction write-back)
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -69,6 +72,31 @@ inline void lower_pad(lowering& L, std::size_t i) {
     dn::reorder::primitive_desc pd(L.p.eng, x.md, L.p.eng, inner.md, L.attr());
     L.zero(i, y);
     L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, inner}}, "pad");
+    L.set(i, 0, y);
+}
+
+inline void lower_slice(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    tref x = L.plain_in(i, 0);
+    const shape& is = L.in_shape(i, 0);
+    dims od = L.out_dims(i), offs(od.size(), 0);
+    for (int a = 0; a < is.rank; ++a) offs[static_cast<std::size_t>(a)] = spec::ops::slice_range(n.params, is, a).first;
+    tref y = L.fresh(plain_md(od));
+    reorder_step(L, i, {x.buf, x.md.submemory_desc(od, offs)}, y, "slice");
+    L.set(i, 0, y);
+}
+
+inline void lower_overwrite(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    tref x = L.plain_in(i, 0), t = L.plain_in(i, 1);
+    dims od = L.out_dims(i), td = L.in_dims(i, 1), offs(od.size(), 0);
+    for (std::size_t a = 0; a < od.size(); ++a) offs[a] = n.params[spec::overwrite_p::o0 + static_cast<int>(a)];
+    tref y = L.fresh(plain_md(od));
+    tref box{y.buf, y.md.submemory_desc(td, offs)};
+    // Both descriptors before any step is added, so a refusal rolls back cleanly.
+    dn::reorder::primitive_desc copy(L.p.eng, x.md, L.p.eng, y.md, L.attr()), write(L.p.eng, t.md, L.p.eng, box.md, L.attr());
+    L.add<dn::reorder>(i, copy, {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, y}}, "overwrite (copy)");
+    L.add<dn::reorder>(i, write, {{DNNL_ARG_FROM, t}, {DNNL_ARG_TO, box}}, "overwrite (patch)");
     L.set(i, 0, y);
 }
 
