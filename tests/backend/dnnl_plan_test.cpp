@@ -256,7 +256,9 @@ TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") 
         CHECK(!st.what.empty());
         seen[static_cast<std::size_t>(st.node)] = true;
     }
-    for (auto [n, into] : b.compile(g)->fused) seen[static_cast<std::size_t>(n)] = seen[static_cast<std::size_t>(into)];
+    // Held: a range-for over a member of the temporary would read a freed plan.
+    const auto compiled = b.compile(g);
+    for (auto [n, into] : compiled->fused) seen[static_cast<std::size_t>(n)] = seen[static_cast<std::size_t>(into)];
     for (std::size_t i = 0; i < g.size(); ++i)
         if (g.nodes[i].kind == node_kind::op && !constant[i] && !g.nodes[i].is_op(spec::op_kind::reshape))
             CHECK_MESSAGE(seen[i], g.nodes[i].describe(), " has no step in the profile");
