@@ -3,6 +3,7 @@
 #include <z3++.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -93,7 +94,15 @@ public:
             } else {
                 for (int s = 0; s < opt_.samples && !failed; ++s) {
                     std::mt19937_64 rng(opt_.seed * 1000003u + ci * 7919u + std::uint64_t(s));
-                    long budget = 20000;
+                    // Two bounds per sample: search steps, and shapes tried
+                    // (each costs a shape inference of both sides). The
+                    // second matters where every partial assignment
+                    // type-checks and only the last variable fails (a
+                    // condition no shape meets): steps alone let that run to
+                    // 20,000 x 336 tries. Instances are found within 131,208
+                    // tries at most (matmul-concat-rows), so 250,000 cuts off
+                    // only searches that have nothing to find.
+                    search_budget budget{20000, 250000};
                     dfs(0, in, &rng, leaf, &budget);
                 }
             }
@@ -242,14 +251,16 @@ private:
         ss.known.assign(std::size_t(e.size), 0);
         for (int i = 0; i < e.size; ++i) {
             const pattern_node& n = e.nodes[std::size_t(i)];
-            std::vector<shape> ins;
+            // A fixed array: the shape search runs this millions of times.
+            std::array<shape, spec::max_inputs> ins_buf;
             bool ready = true;
             for (int j = 0; j < n.num_inputs && ready; ++j) {
                 auto s = shape_of(e, n.inputs[std::size_t(j)], in, ss);
                 if (!s) ready = false;
-                else ins.push_back(*s);
+                else ins_buf[std::size_t(j)] = *s;
             }
             if (!ready) continue;
+            const std::span<const shape> ins(ins_buf.data(), std::size_t(n.num_inputs));
             auto p = node_params(e, i, in, ss);
             if (!p) continue;
             const spec::op_decl& d = spec::decl(n.op);
@@ -295,8 +306,13 @@ private:
 
     // Depth-first search over the shapes of the tensor variables, pruning as
     // soon as a side fails shape inference. `leaf` returns true to stop.
-    bool dfs(int v, instance& in, std::mt19937_64* rng, const std::function<bool(const instance&)>& leaf, long* budget) {
-        if (budget && --*budget < 0) return true;
+    struct search_budget {
+        long steps, tries;
+    };
+
+    bool dfs(int v, instance& in, std::mt19937_64* rng, const std::function<bool(const instance&)>& leaf,
+             search_budget* budget) {
+        if (budget && --budget->steps < 0) return true;
         if (v == ntv_) {
             side_shapes ls, rs;
             if (infer(*sides_[0], in, ls) != status::complete || infer(*sides_[1], in, rs) != status::complete) {
@@ -309,9 +325,13 @@ private:
         std::vector<std::size_t> order(cands_[std::size_t(v)].size());
         for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
         if (rng) std::shuffle(order.begin(), order.end(), *rng);
+        side_shapes ls, rs;  // reused: infer() refills them
         for (std::size_t i : order) {
+            if (budget && --budget->tries < 0) {
+                in.vshapes[std::size_t(v)].reset();
+                return true;
+            }
             in.vshapes[std::size_t(v)] = cands_[std::size_t(v)][i];
-            side_shapes ls, rs;
             if (infer(*sides_[0], in, ls) == status::failed || infer(*sides_[1], in, rs) == status::failed) {
                 ++report_.shape_rejected;
                 continue;

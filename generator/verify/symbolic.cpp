@@ -96,7 +96,8 @@ void eval_symbolic(spec::op_kind k, const spec::op_params& p, std::span<const te
         case op_kind::sigmoid: return ops::unary_eval<zs, 2>(p, in, out);
         case op_kind::tanh: return ops::unary_eval<zs, 3>(p, in, out);
         case op_kind::batchnorm: return ops::batchnorm_eval<zs>(p, in, out);
-        case op_kind::reshape: return ops::copy_eval<zs>(p, in, out);
+        case op_kind::reshape:
+        case op_kind::reorder: return ops::copy_eval<zs>(p, in, out);  // values unchanged (layout is physical)
         case op_kind::pad: return ops::pad_eval<zs>(p, in, out);
         case op_kind::slice: return ops::slice_eval<zs>(p, in, out);
         case op_kind::overwrite: return ops::overwrite_eval<zs>(p, in, out);
