@@ -53,6 +53,7 @@ struct optimize_options {
     std::chrono::duration<double> budget = std::chrono::seconds(30);
     std::size_t max_expansions = 100'000;  // over the whole run
     std::size_t max_queue = 10'000;
+    std::size_t max_memory = std::size_t(2) << 30;  // bytes of graphs queued per search (graph::footprint)
     std::uint64_t seed = 0x7a50;
     std::size_t top_k = 0;                 // distinct candidates to return (partitioned graphs: the final one,
                                            // the one before the parts' search, the other leaf-merge orders)
@@ -329,6 +330,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             .budget(budget)
             .max_expansions(expansions)
             .max_queue(o.max_queue)
+            .max_memory(o.max_memory)
             .seed(o.seed)
             .top_k(top_k)
             .layouts(o.layouts)

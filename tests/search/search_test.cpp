@@ -231,6 +231,36 @@ TEST_CASE("tiny case: the search finds what exhaustive enumeration finds") {
 TEST_CASE("search builder rejects impossible limits with a message") {
     CHECK_THROWS_WITH_AS(search::backtracking{}.alpha(0.5), doctest::Contains("alpha"), error);
     CHECK_THROWS_WITH_AS(search::backtracking{}.max_queue(0), doctest::Contains("max_queue"), error);
+    CHECK_THROWS_WITH_AS(search::backtracking{}.max_memory(0), doctest::Contains("max_memory"), error);
+}
+
+TEST_CASE("search memory budget: queued graphs stay within max_memory bytes, the worst are pruned") {
+    rewrite::rule_set rs;
+    rs.add(ax("ewadd-comm"));
+    rs.add(ax("ewadd-assoc"));
+    rs.add(ax("ewmul-distrib-ewadd"), rewrite::same_shape(X, Y));
+    graph g;
+    auto a = g.input("a", {3, 3}), b = g.input("b", {3, 3}), c = g.input("c", {3, 3}), d = g.input("d", {3, 3});
+    g.mark_output(g.ewadd(g.ewadd(g.ewmul(a, b), g.ewmul(a, c)), g.ewadd(d, g.ewmul(d, b))));
+    test_cost cost;
+    // Relaxed enough that many candidates wait in the queue without a limit.
+    auto free = search::backtracking{}.rules(rs.rules()).alpha(1.5).layouts(false).max_expansions(400).run(g, cost);
+    REQUIRE(free.rep.max_queue_seen > 8);
+    CHECK(free.rep.pruned == 0);
+    // A budget of about three graphs: the queue is cut down to it, the run
+    // goes on and its result is still equivalent and no worse than the start.
+    const std::size_t budget = 3 * g.footprint();
+    auto tight = search::backtracking{}.rules(rs.rules()).alpha(1.5).layouts(false).max_expansions(400)
+                     .max_memory(budget).run(g, cost);
+    CHECK(tight.rep.pruned > 0);
+    CHECK(tight.rep.max_queue_seen < free.rep.max_queue_seen);
+    // The peak is measured just before pruning: at most one graph over.
+    CHECK(tight.rep.max_queue_bytes <= budget + 2 * g.footprint());
+    CHECK(tight.rep.cost_after <= tight.rep.cost_before);
+    check_equivalent(g, tight.best);
+    std::ostringstream os;
+    tight.rep.print(os);
+    CHECK(os.str().find("KiB") != std::string::npos);
 }
 
 TEST_CASE("optimize: a graph beyond the partition threshold is optimized part by part, rules spanning cuts too") {

@@ -235,6 +235,18 @@ public:
         return r;
     }
 
+    // Bytes this graph holds on its own: nodes, their input/shape lists and
+    // names. Weight data and opaque attributes are shared between copies
+    // (shared_ptr) and not counted. The search's memory budget adds these up
+    // over the graphs it keeps queued.
+    std::size_t footprint() const {
+        std::size_t b = sizeof(graph) + nodes.capacity() * sizeof(node) + outputs.capacity() * sizeof(value);
+        for (const node& n : nodes)
+            b += n.inputs.capacity() * sizeof(value) + n.shapes.capacity() * sizeof(shape) +
+                 (n.name.capacity() > 15 ? n.name.capacity() + 1 : 0);  // beyond the small-string buffer
+        return b;
+    }
+
     // Number of operator nodes (declared or opaque), not inputs/weights.
     std::size_t op_count() const {
         std::size_t n = 0;

@@ -63,6 +63,7 @@ struct report {
     std::size_t enqueued = 0;       // candidates within alpha * best
     std::size_t pruned = 0;         // candidates dropped because the queue was full
     std::size_t max_queue_seen = 0;
+    std::size_t max_queue_bytes = 0;  // largest footprint of the queued graphs (graph::footprint)
     std::map<std::string, int> rule_uses;  // along the best graph's derivation, by rule name
     stop_reason stopped = stop_reason::saturated;
     std::chrono::duration<double> elapsed{};
@@ -72,7 +73,8 @@ struct report {
         if (cost_before > 0) os << " (" << 100.0 * (cost_before - cost_after) / cost_before << "% lower)";
         os << "\nstopped: " << to_string(stopped) << " after " << elapsed.count() << " s\n"
            << "expanded " << expansions << ", generated " << generated << ", duplicates " << dedup_hits << ", rejected "
-           << rejected << ", enqueued " << enqueued << ", pruned " << pruned << ", largest queue " << max_queue_seen << "\n";
+           << rejected << ", enqueued " << enqueued << ", pruned " << pruned << ", largest queue " << max_queue_seen << " graphs / "
+           << (max_queue_bytes + 1023) / 1024 << " KiB\n";
         if (rule_uses.empty()) os << "rules used: none\n";
         else {
             os << "rules used:\n";
@@ -102,10 +104,18 @@ public:
         return *this;
     }
     backtracking& max_expansions(std::size_t n) { max_expansions_ = n; return *this; }
-    // Memory limit: at most this many graphs wait in the queue (the worst are dropped).
+    // Memory limits on the queue: at most this many graphs, and at most this
+    // many bytes of them (graph::footprint; weights are shared, not counted).
+    // Beyond either, the most expensive queued graphs are dropped (`pruned`):
+    // the search goes on with less backtracking room instead of stopping.
     backtracking& max_queue(std::size_t n) {
         if (n == 0) throw error("search: max_queue must be positive");
         max_queue_ = n;
+        return *this;
+    }
+    backtracking& max_memory(std::size_t bytes) {
+        if (bytes == 0) throw error("search: max_memory must be positive (bytes of queued graphs)");
+        max_memory_ = bytes;
         return *this;
     }
     // Candidates larger than this many nodes are not generated (0: no limit).
@@ -154,17 +164,23 @@ public:
             if (top.size() > top_k_) top.pop_back();
         };
         offer_top(best_cost, *seen.begin(), start);
+        std::size_t queued_bytes = 0;
         auto push = [&](graph g, double c, std::int64_t hist) {
+            queued_bytes += g.footprint();
             pool.push_back({std::move(g), hist});
             queue.insert({c, rng(), pool.size() - 1});
             ++res.rep.enqueued;
-            if (queue.size() > max_queue_) {
+            res.rep.max_queue_seen = std::max(res.rep.max_queue_seen, queue.size());
+            res.rep.max_queue_bytes = std::max(res.rep.max_queue_bytes, queued_bytes);
+            // The newest entry may be the one dropped; one graph always stays.
+            while (queue.size() > 1 && (queue.size() > max_queue_ || queued_bytes > max_memory_)) {
                 auto last = std::prev(queue.end());
-                pool[std::get<2>(*last)].g = graph{};
+                graph& dropped = pool[std::get<2>(*last)].g;
+                queued_bytes -= dropped.footprint();
+                dropped = graph{};
                 queue.erase(last);
                 ++res.rep.pruned;
             }
-            res.rep.max_queue_seen = std::max(res.rep.max_queue_seen, queue.size());
         };
         push(start, best_cost, 0);
         res.rep.enqueued = 0;
@@ -209,6 +225,7 @@ public:
             std::size_t slot = std::get<2>(*first);
             double c = std::get<0>(*first);
             queue.erase(first);
+            queued_bytes -= pool[slot].g.footprint();
             graph g = std::move(pool[slot].g);
             std::int64_t hist = pool[slot].hist;
             pool[slot].g = graph{};
@@ -260,6 +277,7 @@ private:
     std::chrono::duration<double> budget_{std::chrono::seconds(30)};
     std::size_t max_expansions_ = 100'000;
     std::size_t max_queue_ = 10'000;
+    std::size_t max_memory_ = std::size_t(2) << 30;
     std::size_t max_nodes_ = 0;
     std::uint64_t seed_ = 0x7a50;
     std::size_t top_k_ = 0;
