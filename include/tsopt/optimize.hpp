@@ -55,8 +55,10 @@ struct optimize_options {
     std::size_t max_queue = 10'000;
     std::size_t max_memory = std::size_t(2) << 30;  // bytes of graphs queued per search (graph::footprint)
     std::uint64_t seed = 0x7a50;
-    std::size_t top_k = 0;                 // distinct candidates to return (partitioned graphs: the final one,
-                                           // the one before the parts' search, the other leaf-merge orders)
+    std::size_t top_k = 0;                 // distinct candidates to return for on-board timing: the result, it
+                                           // without NHWC choices, the preprocessed input, then the search's
+                                           // runner-ups (partitioned graphs: the graph before the parts' search,
+                                           // the other leaf-merge orders)
     std::size_t partition_threshold = 30;  // operators; larger graphs are partitioned
     std::size_t cut_expansions = 16;       // whole-graph expansions after stitching parts
     // Before partitioning, multi-output matches over inputs and weights
@@ -322,6 +324,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
 
     rewrite::fold_cache cache;
     graph g = o.preprocess ? rewrite::preprocess(input, cache) : input;
+    const graph preprocessed = o.top_k > 1 ? g : graph{};
 
     auto searcher = [&](std::size_t expansions, std::chrono::duration<double> budget, std::size_t top_k) {
         return search::backtracking{}
@@ -458,7 +461,31 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         res.report.cost_after = res.report.cost_before;
         res.report.rule_uses.clear();
     }
-    if (res.top_k.empty() && o.top_k > 0) res.top_k.push_back(res.optimized);
+    // Candidates for a caller that verifies on the board (top_k), distinct,
+    // best first: the result; the result with its NHWC choices undone and
+    // the preprocessed input (weights folded, nothing rewritten), the two
+    // the cost model is most likely to have misjudged against it, since it
+    // prices operators alone and not as they run together; then what the
+    // search offered (its runner-ups, or the graph before the parts' search
+    // and the other leaf-merge orders).
+    if (o.top_k > 0) {
+        std::vector<graph> offered = std::move(res.top_k);
+        std::vector<graph> cands{res.optimized};
+        if (o.top_k > 1) {
+            cands.push_back(rewrite::without_nhwc(res.optimized));
+            cands.push_back(preprocessed);
+        }
+        for (auto& c : offered) cands.push_back(std::move(c));
+        std::vector<std::uint64_t> seen;
+        res.top_k.clear();
+        for (auto& c : cands) {
+            const auto h = c.structural_hash();
+            if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
+            seen.push_back(h);
+            res.top_k.push_back(std::move(c));
+            if (res.top_k.size() == o.top_k) break;
+        }
+    }
     res.report.elapsed = std::chrono::steady_clock::now() - t0;
     return res;
 }

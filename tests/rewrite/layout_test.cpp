@@ -9,6 +9,7 @@
 #include "tsopt/cost/analytical.hpp"
 #include "tsopt/io/dot.hpp"
 #include "tsopt/onnx.hpp"
+#include "tsopt/optimize.hpp"
 #include "tsopt/search/backtracking.hpp"
 
 using namespace tsopt;
@@ -208,6 +209,41 @@ TEST_CASE("search: a 1x1 conv chain goes NHWC with reorders at its boundary, and
     flat.nhwc_conv_factor = flat.nhwc_pointwise_factor = 1.0;
     auto kept = search::backtracking{}.rules({}).alpha(1.05).max_expansions(50).run(g, cost::analytical{flat});
     CHECK(count_reorders(kept.best, sp::layout::nhwc) + count_reorders(kept.best, sp::layout::nchw) == 0);
+}
+
+TEST_CASE("without_nhwc undoes the layout choices and their reorders, and keeps the rewrites") {
+    std::mt19937_64 rng(16);
+    graph g = pointwise_chain(rng);
+    graph h = rewrite::with_layout(g, image_ops(g), sp::layout::nhwc);
+    REQUIRE(count_reorders(h, sp::layout::nhwc) + count_reorders(h, sp::layout::nchw) > 0);
+    graph back = rewrite::without_nhwc(h);
+    back.validate();
+    CHECK(count_reorders(back, sp::layout::nhwc) + count_reorders(back, sp::layout::nchw) == 0);
+    CHECK(nhwc_nodes(back, sp::op_kind::conv2d) == 0);
+    CHECK(back.structural_hash() == g.structural_hash());
+    check_equivalent(g, back, 1e-5);
+    // Only part of the graph NHWC: the same.
+    graph part = rewrite::with_layout(g, {image_ops(g).front()}, sp::layout::nhwc);
+    CHECK(rewrite::without_nhwc(part).structural_hash() == g.structural_hash());
+    // Nothing NHWC: unchanged.
+    CHECK(rewrite::without_nhwc(g).structural_hash() == g.structural_hash());
+}
+
+TEST_CASE("optimize offers the result without its NHWC choices, and the preprocessed input, for on-board timing") {
+    std::mt19937_64 rng(17);
+    graph g = pointwise_chain(rng);
+    auto r = optimize(g, {}, cost::analytical{}, {.max_expansions = 50, .top_k = 4});
+    REQUIRE(r.report.improved);
+    REQUIRE(nhwc_nodes(r.optimized, sp::op_kind::conv2d) > 0);
+    REQUIRE(r.top_k.size() >= 2);
+    CHECK(r.top_k[0].structural_hash() == r.optimized.structural_hash());
+    CHECK(r.top_k[1].structural_hash() == rewrite::without_nhwc(r.optimized).structural_hash());
+    std::vector<std::uint64_t> hashes;
+    for (const graph& c : r.top_k) {
+        CHECK(std::find(hashes.begin(), hashes.end(), c.structural_hash()) == hashes.end());  // distinct
+        hashes.push_back(c.structural_hash());
+        check_equivalent(g, c, 1e-4);
+    }
 }
 
 TEST_CASE("search: conversions that cost more than NHWC saves keep NCHW") {

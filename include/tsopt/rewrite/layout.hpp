@@ -190,6 +190,23 @@ inline std::vector<graph> nhwc_moves(const graph& g) {
     return out;
 }
 
+// g with every image tensor back in NCHW and the reorders that leaves
+// pointless dropped: the same rewrites without the layout choices. A cost
+// model can misjudge NHWC kernels against the conversions they need (each
+// priced alone, not as they run together), so callers that measure whole
+// graphs offer this as a candidate too.
+inline graph without_nhwc(graph g) {
+    bool any = false;
+    for (node& n : g.nodes)
+        if (n.out_layout == spec::layout::nhwc) {
+            n.out_layout = spec::layout::nchw;
+            any = true;
+        }
+    if (!any) return g;
+    detail::simplify_reorders(g);
+    return g.compacted();
+}
+
 // Graphs that differ from g by one transpose turned into a view (its
 // producer's output stored with the last two axes swapped), and, for
 // transposes already views, the move back. Deterministic order.
