@@ -52,6 +52,38 @@ TEST_CASE("dnnl whole graphs equal the reference") {
     CHECK(b.stats(block()).fallbacks == 0);
 }
 
+TEST_CASE("dnnl: contiguous split parts are views of their input, others are copied") {
+    std::mt19937_64 rng(13);
+    graph g;
+    // Batch-1 channels, the columns of one row, the rows of a matrix: views.
+    auto x = g.input("x", {1, 12, 5, 5});
+    auto [a, b] = g.split(1, 4, g.relu(x));
+    auto [a1, a2] = g.split(1, 1, a);  // a split of a view: a view at the sum of the offsets
+    g.mark_output(g.ewadd(g.conv2d(b, g.weight("w", {8, 8, 3, 3}, rng)), g.weight("bias", {8, 1, 1}, rng)));
+    g.mark_output(g.ewmul(a1, a1));
+    g.mark_output(a2);  // a graph output that is a view
+    auto h = g.input("h", {1, 24});
+    auto hw = g.matmul(h, g.weight("u", {24, 24}, rng));
+    auto [c, d] = g.split(1, 16, hw);
+    g.mark_output(g.matmul(d, g.weight("v", {8, 3}, rng)));
+    auto rows = g.matmul(g.input("r", {5, 6}), g.weight("wr", {6, 6}, rng));
+    auto [r1, r2] = g.split(0, 2, rows);
+    g.mark_output(g.ewadd(g.sigmoid(c), g.tanh(c)));
+    g.mark_output(g.ewadd(r1, r1));
+    g.mark_output(g.relu(r2));
+    // Batch 2: channel parts are strided, so copied.
+    auto y = g.input("y", {2, 6, 3, 3});
+    auto [e, f] = g.split(1, 2, g.relu(y));
+    g.mark_output(g.ewadd(e, e));
+    g.mark_output(f);
+    check_against_reference(g);
+    backend::dnnl be({.persist = false});
+    auto prof = be.profile(g, backend::random_inputs(g, 3), 1);
+    int copies = 0;
+    for (const auto& e : prof) copies += e.what.starts_with("split");
+    CHECK(copies == 2);  // only the batch-2 split, one reorder per part
+}
+
 TEST_CASE("dnnl plans are compiled once per graph and reused") {
     backend::dnnl b({.persist = false});
     auto g = block();

@@ -91,7 +91,7 @@ inline void lower_batchnorm(lowering& L, std::size_t i) {
     // x * scale + shift as one binary multiply with a binary-add post-op.
     dims cd(xd.size(), 1);
     cd[1] = C;
-    tref sc{scale.buf, plain_md(cd)}, sh{shift.buf, plain_md(cd)};
+    tref sc = scale.as(plain_md(cd)), sh = shift.as(plain_md(cd));
     dn::post_ops po;
     po.append_binary(dn::algorithm::binary_add, sh.md);
     dn::primitive_attr at = L.attr();

@@ -68,10 +68,21 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
     }
 }
 
-// One tensor as a step sees it: a buffer and the layout it is read with.
+// Part of the measurement cache's machine key: bump it when a lowering
+// changes what an operator costs, so older measurements are not reused
+// (2: contiguous split parts became views).
+inline constexpr int lowering_revision = 2;
+
+// One tensor as a step sees it: a buffer, where in it the tensor starts (a
+// view: a split part that is contiguous in its input is read in place), and
+// the layout it is read with.
 struct tref {
     int buf = -1;
     dn::memory::desc md;
+    std::size_t offset = 0;  // bytes into the buffer
+
+    // The same bytes read with another descriptor.
+    tref as(const dn::memory::desc& d) const { return {buf, d, offset}; }
 };
 
 struct buffer {
@@ -130,6 +141,7 @@ public:
         if (!x.persistent) return reinterpret_cast<float*>(arena_ + x.offset);
         return x.external ? const_cast<float*>(x.external) : x.own.data();
     }
+    float* ptr(const tref& r) { return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(ptr(r.buf)) + r.offset); }
 
     // Memory planning (greedy by size over lifetime intervals) and binding of
     // every step argument to its address.
@@ -166,10 +178,10 @@ public:
         arena_ = storage_.data() + ((64 - base % 64) % 64);
         std::byte* scratch_ptr = arena_ + (stats.planned_bytes + 63) / 64 * 64;
         for (auto& s : steps) {
-            for (auto& [arg, r] : s.args) s.mem.emplace(arg, dn::memory(r.md, eng, ptr(r.buf)));
+            for (auto& [arg, r] : s.args) s.mem.emplace(arg, dn::memory(r.md, eng, ptr(r)));
             if (s.scratch) s.mem.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(s.scratch_md, eng, scratch_ptr));
-            for (auto& r : s.fin) s.pin.push_back(ptr(r.buf));
-            for (auto& r : s.fout) s.pout.push_back(ptr(r.buf));
+            for (auto& r : s.fin) s.pin.push_back(ptr(r));
+            for (auto& r : s.fout) s.pout.push_back(ptr(r));
             if (s.prim) ++(s.conversion ? stats.conversions : stats.primitives);
             else ++stats.custom_steps;
         }
@@ -188,13 +200,13 @@ public:
     }
     void load_inputs(std::span<const tensor<float>> in) {
         for (std::size_t i = 0; i < inputs.size(); ++i)
-            std::memcpy(ptr(inputs[i].buf), in[i].data.data(), in[i].data.size() * sizeof(float));
+            std::memcpy(ptr(inputs[i]), in[i].data.data(), in[i].data.size() * sizeof(float));
     }
     std::vector<tensor<float>> read_outputs() {
         std::vector<tensor<float>> out;
         for (auto& [r, s] : outputs) {
             tensor<float> t(s);
-            std::memcpy(t.data.data(), ptr(r.buf), t.data.size() * sizeof(float));
+            std::memcpy(t.data.data(), ptr(r), t.data.size() * sizeof(float));
             out.push_back(std::move(t));
         }
         return out;
@@ -335,7 +347,7 @@ public:
     tref convert(const tref& r, const dn::memory::desc& md, std::size_t node) {
         if (r.md == md) return r;
         for (auto& [src, dst] : conversions_)
-            if (src.buf == r.buf && src.md == r.md && dst.md == md) return dst;
+            if (src.buf == r.buf && src.offset == r.offset && src.md == r.md && dst.md == md) return dst;
         dn::reorder::primitive_desc pd(p.eng, r.md, p.eng, md, attr());
         tref out;
         if (persistent(r)) {
@@ -346,8 +358,8 @@ public:
             p.bufs.push_back(std::move(b));
             out = {static_cast<int>(p.bufs.size() - 1), md};
             std::vector<std::byte> scratch(pd.scratchpad_desc().get_size() + 64);
-            std::unordered_map<int, dn::memory> args{{DNNL_ARG_FROM, dn::memory(r.md, p.eng, p.ptr(r.buf))},
-                                                     {DNNL_ARG_TO, dn::memory(md, p.eng, p.ptr(out.buf))}};
+            std::unordered_map<int, dn::memory> args{{DNNL_ARG_FROM, dn::memory(r.md, p.eng, p.ptr(r))},
+                                                     {DNNL_ARG_TO, dn::memory(md, p.eng, p.ptr(out))}};
             if (pd.scratchpad_desc().get_size())
                 args.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(pd.scratchpad_desc(), p.eng, scratch.data()));
             dn::reorder(pd).execute(p.strm, args);
@@ -365,7 +377,7 @@ public:
         if (elements(d) != elements(x.md.dims()))
             throw error(g.nodes[node].describe() + ": internal error: cannot view " + std::to_string(elements(x.md.dims())) +
                         " elements as " + std::to_string(elements(d)));
-        return {x.buf, plain_md(d)};
+        return x.as(plain_md(d));
     }
     tref plain_in(std::size_t i, int slot) { return plain(in(i, slot), in_dims(i, slot), i); }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Data movement on oneDNN, all as reorders or views:
-//   split      reorder of a sub-memory of the input into each output
+//   split      a view of the input where the parts are contiguous (batch-1
+//              channels, rows), else a reorder of a sub-memory into each output
 //   transpose  reorder from the input read with permuted strides
 //   enlarge    zero fill, then reorder of the kernel into the centred window
 //   pad        zero fill, then reorder of the input into the interior
@@ -18,19 +19,39 @@ inline void reorder_step(lowering& L, std::size_t i, const tref& from, const tre
     L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, std::move(what));
 }
 
+// Whether the parts of a row-major tensor of extents d split along `axis`
+// are contiguous: every axis before it has extent 1 (a batch-1 channel
+// split, the columns of a single row, the rows of a matrix).
+inline bool split_parts_contiguous(const dims& d, int axis) {
+    for (int a = 0; a < axis; ++a)
+        if (d[static_cast<std::size_t>(a)] != 1) return false;
+    return true;
+}
+
 inline void lower_split(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     const int ax = n.params[spec::split_p::axis];
     tref x = L.plain_in(i, 0);
+    const dims xd = L.in_dims(i, 0);
+    // Contiguous parts are views of the input: no step, no copy (the
+    // buffer's lifetime covers every reader of a part).
+    const bool views = split_parts_contiguous(xd, ax);
+    std::int64_t inner = 1;  // elements per unit of the split axis
+    for (std::size_t a = static_cast<std::size_t>(ax) + 1; a < xd.size(); ++a) inner *= xd[a];
     std::int64_t off = 0;
     for (int o = 0; o < 2; ++o) {
         dims od = L.out_dims(i, o);
-        dims offs(od.size(), 0);
-        offs[static_cast<std::size_t>(ax)] = off;
-        tref part{x.buf, x.md.submemory_desc(od, offs)};
-        tref y = L.fresh(plain_md(od));
-        reorder_step(L, i, part, y, o == 0 ? "split (first part)" : "split (second part)");
-        L.set(i, o, y);
+        if (views) {
+            tref part = x.as(plain_md(od));
+            part.offset += static_cast<std::size_t>(off * inner) * sizeof(float);
+            L.set(i, o, part);
+        } else {
+            dims offs(od.size(), 0);
+            offs[static_cast<std::size_t>(ax)] = off;
+            tref y = L.fresh(plain_md(od));
+            reorder_step(L, i, x.as(x.md.submemory_desc(od, offs)), y, o == 0 ? "split (first part)" : "split (second part)");
+            L.set(i, o, y);
+        }
         off += od[static_cast<std::size_t>(ax)];
     }
 }
@@ -44,7 +65,7 @@ inline void lower_transpose(lowering& L, std::size_t i) {
     dims od = L.out_dims(i), st(od.size());
     for (std::size_t k = 0; k < od.size(); ++k) st[k] = ist[spec::perm_axis(perm, static_cast<int>(k))];
     if (is.rank == 0) st = {1};
-    tref src{x.buf, dn::memory::desc(od, f32, st)};
+    tref src = x.as(dn::memory::desc(od, f32, st));
     tref y = L.fresh(plain_md(od));
     reorder_step(L, i, src, y, "transpose");
     L.set(i, 0, y);
@@ -54,7 +75,7 @@ inline void lower_enlarge(lowering& L, std::size_t i) {
     const shape& ws = L.in_shape(i, 0);
     dims od = L.out_dims(i);
     tref y = L.fresh(plain_md(od));
-    tref window{y.buf, y.md.submemory_desc(L.in_dims(i, 0), {0, 0, (od[2] - ws[2]) / 2, (od[3] - ws[3]) / 2})};
+    tref window = y.as(y.md.submemory_desc(L.in_dims(i, 0), {0, 0, (od[2] - ws[2]) / 2, (od[3] - ws[3]) / 2}));
     tref x = L.in(i, 0);
     dn::reorder::primitive_desc pd(L.p.eng, x.md, L.p.eng, window.md, L.attr());  // before any step is added
     L.zero(i, y);
@@ -67,7 +88,7 @@ inline void lower_pad(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     dims od = L.out_dims(i);
     tref y = L.fresh(plain_md(od));
-    tref inner{y.buf, y.md.submemory_desc(L.in_dims(i, 0), {0, 0, n.params[top], n.params[left]})};
+    tref inner = y.as(y.md.submemory_desc(L.in_dims(i, 0), {0, 0, n.params[top], n.params[left]}));
     tref x = L.in(i, 0);
     dn::reorder::primitive_desc pd(L.p.eng, x.md, L.p.eng, inner.md, L.attr());
     L.zero(i, y);
@@ -82,7 +103,7 @@ inline void lower_slice(lowering& L, std::size_t i) {
     dims od = L.out_dims(i), offs(od.size(), 0);
     for (int a = 0; a < is.rank; ++a) offs[static_cast<std::size_t>(a)] = spec::ops::slice_range(n.params, is, a).first;
     tref y = L.fresh(plain_md(od));
-    reorder_step(L, i, {x.buf, x.md.submemory_desc(od, offs)}, y, "slice");
+    reorder_step(L, i, x.as(x.md.submemory_desc(od, offs)), y, "slice");
     L.set(i, 0, y);
 }
 
@@ -92,7 +113,7 @@ inline void lower_overwrite(lowering& L, std::size_t i) {
     dims od = L.out_dims(i), td = L.in_dims(i, 1), offs(od.size(), 0);
     for (std::size_t a = 0; a < od.size(); ++a) offs[a] = n.params[spec::overwrite_p::o0 + static_cast<int>(a)];
     tref y = L.fresh(plain_md(od));
-    tref box{y.buf, y.md.submemory_desc(td, offs)};
+    tref box = y.as(y.md.submemory_desc(td, offs));
     // Both descriptors before any step is added, so a refusal rolls back cleanly.
     dn::reorder::primitive_desc copy(L.p.eng, x.md, L.p.eng, y.md, L.attr()), write(L.p.eng, t.md, L.p.eng, box.md, L.attr());
     L.add<dn::reorder>(i, copy, {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, y}}, "overwrite (copy)");
