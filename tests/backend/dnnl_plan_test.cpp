@@ -206,7 +206,7 @@ TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
     auto y = g.matmul(g.input("x", {1, 512}), g.weight("w", {512, 512}, rng));
     g.mark_output(y);
     const std::size_t mm = static_cast<std::size_t>(y.node);
-    backend::dnnl cold({.persist = false, .min_reps = 30, .max_reps = 30});
+    backend::dnnl cold({.persist = false, .min_reps = 30, .max_reps = 30, .llc_share = 0});
     backend::dnnl hot({.persist = false, .min_reps = 30, .max_reps = 30, .cold_weights = false});
     double c = cold.measure(g, mm), h = hot.measure(g, mm);
     MESSAGE("batch-1 matmul 512x512: cold weights ", c, " ms, cache-hot ", h, " ms");
@@ -222,6 +222,36 @@ TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
         return;
     }
     CHECK(c > 1.2 * h);
+}
+
+TEST_CASE("dnnl measure: weights of a graph whose constants fit in the last-level cache are priced from there") {
+    graph g;
+    std::mt19937_64 rng(6);
+    auto y = g.matmul(g.input("x", {1, 512}), g.weight("w", {512, 512}, rng));
+    g.mark_output(y);
+    const std::size_t mm = static_cast<std::size_t>(y.node);
+    // The same matmul in a graph that also reads 48 MB of other weights:
+    // more than any last-level cache share here, so its weight comes from memory.
+    graph big = g;
+    auto z = big.matmul(big.input("x2", {1, 4096}), big.weight("huge", {4096, 3072}, rng));
+    big.mark_output(z);
+    const auto caches = backend::detect_cpu_caches();
+    MESSAGE("L2 ", caches.l2 >> 10, " KiB, last level ", caches.llc >> 20, " MiB");
+    if (!backend::can_evict_from_cache || caches.llc == 0 || caches.llc > (48u << 20)) {
+        MESSAGE("skipped: no cache eviction or no known last-level cache smaller than the big graph's weights");
+        return;
+    }
+    CHECK(backend::constant_bytes(g, g.constant_mask()) == 512 * 512 * 4);
+    backend::dnnl be({.persist = false, .min_reps = 30, .max_reps = 30});
+    double warm = be.measure(g, mm), cold = be.measure(big, mm);
+    MESSAGE("batch-1 matmul 512x512: weight in the last-level cache ", warm, " ms, from memory ", cold, " ms");
+    // Two entries: the residency is part of the key.
+    CHECK(be.measurements().size() == 2);
+    if (warm > 1.0) {
+        MESSAGE("skipped the comparison: the machine is too loaded");
+        return;
+    }
+    CHECK(cold > 1.2 * warm);
 }
 
 TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a conv run as its post-ops") {
