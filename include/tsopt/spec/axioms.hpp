@@ -133,6 +133,17 @@ inline constexpr std::array all_axioms = [] {
         // matmul. 2-D only: a batched z would broadcast x's rows to a new axis 0.
         make_axiom("matmul-concat-rows",
                    matmul(none, concat(ax0, x, y), z) == concat(ax0, matmul(none, x, z), matmul(none, y, z))),
+        // concat is associative along one axis (TASO's verifier does not
+        // state it; without it Z3 cannot regroup nested concats, and at
+        // N = 3 a fifth of the candidates it failed on were such regroupings).
+        make_axiom("concat-assoc", concat(p0, x, concat(p0, y, z)) == concat(p0, concat(p0, x, y), z)),
+        // A fused relu activation is relu of the result, for matmul and the
+        // pools as for conv2d (relu-conv): without these, Z3 sees act = relu
+        // as an unrelated operator, and at N = 3 every candidate relating a
+        // fused activation to a separate relu stayed unproven.
+        make_axiom("relu-matmul", relu(matmul(none, x, y)) == matmul(relu_act, x, y)),
+        make_axiom("relu-avgpool", relu(avgpool(p0, p1, p2, p3, p4, none, x)) == avgpool(p0, p1, p2, p3, p4, relu_act, x)),
+        make_axiom("relu-maxpool", relu(maxpool(p0, p1, p2, p3, p4, none, x)) == maxpool(p0, p1, p2, p3, p4, relu_act, x)),
         // sigmoid and tanh: opaque element-wise functions.
         make_axiom("sigmoid-concat", sigmoid(concat(p0, x, y)) == concat(p0, sigmoid(x), sigmoid(y))),
         make_axiom("sigmoid-transpose", sigmoid(transpose(p0, x)) == transpose(p0, sigmoid(x))),
