@@ -11,7 +11,10 @@
 //     optimum; those are compared, the others are counted and their best
 //     costs shown apart.
 // usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N]
-//                        [--small-budget S] [--no-exhaustive | --only-small]
+//                        [--small-budget S] [--no-exhaustive | --only-small] [--no-layouts]
+// --no-layouts: both searches without layout moves (NCHW/NHWC, column-major
+// matmuls); the spaces of the convolutional models' parts then become finite
+// within the budget, so more parts have a known optimum to compare with.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -50,11 +53,11 @@ std::pair<graph, int> small_variant(const std::string& name) {
 int main(int argc, char** argv) {
     double budget = 30, small_budget = 5;
     std::size_t small_ops = 10;
-    bool full_size = true, exhaustive = true;
+    bool full_size = true, exhaustive = true, layouts = true;
     std::vector<std::string> names;
     const char* usage =
         "usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N] [--small-budget S] "
-        "[--no-exhaustive | --only-small]\n";
+        "[--no-exhaustive | --only-small] [--no-layouts]\n";
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
             else if (a == "--small-budget") small_budget = std::stod(next());
             else if (a == "--no-exhaustive") exhaustive = false;
             else if (a == "--only-small") full_size = false;
+            else if (a == "--no-layouts") layouts = false;
             else if (a == "--models") {
                 std::stringstream ss(next());
                 for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
@@ -98,7 +102,7 @@ int main(int argc, char** argv) {
         for (const auto& n : names) {
             graph g = zoo::build(n, {});
             auto t0 = steady_clock::now();
-            auto r = optimize(g, rules.rules(), model, {.budget = duration<double>(budget)});
+            auto r = optimize(g, rules.rules(), model, {.budget = duration<double>(budget), .layouts = layouts});
             double secs = duration<double>(steady_clock::now() - t0).count();
             std::printf("%-14s %6zu %6zu %12.3f %12.3f %6.3fx %9.1f  %s\n", n.c_str(), g.op_count(),
                         r.optimized.op_count(), r.report.cost_before, r.report.cost_after,
@@ -133,10 +137,16 @@ int main(int argc, char** argv) {
         for (const auto& p : parts.parts) {
             auto sg = search::extract(g, p);
             if (sg.g.op_count() < 2) continue;
-            auto a = search::backtracking{}.rules(rules.rules()).alpha(1.05).budget(duration<double>(small_budget / 2)).run(sg.g, model);
+            auto a = search::backtracking{}
+                         .rules(rules.rules())
+                         .alpha(1.05)
+                         .layouts(layouts)
+                         .budget(duration<double>(small_budget / 2))
+                         .run(sg.g, model);
             auto b = search::backtracking{}
                          .rules(rules.rules())
                          .alpha(1e9)
+                         .layouts(layouts)
                          .budget(duration<double>(small_budget))
                          .max_expansions(20000)
                          .run(sg.g, model);
