@@ -1,5 +1,5 @@
 // NCHW / NHWC joint layout optimization (TASO §5 beyond Figure 5): explicit
-// reorder nodes, the reference backend's NHWC kernels, region moves chosen by
+// reorder nodes, the reference backend's NHWC-held values, region moves chosen by
 // the search under cost::analytical, ONNX export and DOT of laid-out graphs,
 // and the oneDNN backend running explicit reorders.
 #include <doctest/doctest.h>
