@@ -343,6 +343,7 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
 
     bo.verify_tolerance = s.tolerance;
     Backend be(bo);
+    if constexpr (requires { be.price_for_model(g); }) be.price_for_model(g);  // weights where the whole model leaves them
     cost::measured<Backend> measured(be);
     auto inputs = backend::random_inputs(g, s.seed);
 

@@ -247,6 +247,16 @@ TEST_CASE("dnnl measure: weights of a graph whose constants fit in the last-leve
     MESSAGE("batch-1 matmul 512x512: weight in the last-level cache ", warm, " ms, from memory ", cold, " ms");
     // Two entries: the residency is part of the key.
     CHECK(be.measurements().size() == 2);
+    const std::string key = backend::measure_key(g, mm, g.constant_mask());
+    CHECK(be.measurements().contains(key + "|weights=llc"));
+    CHECK(be.measurements().contains(key));
+    // A part of a model (what a search measures) is priced as the whole
+    // model runs once the backend knows the model: here from memory.
+    backend::dnnl part({.persist = false, .min_reps = 5, .max_reps = 5});
+    part.price_for_model(big);
+    part.measure(g, mm);
+    CHECK(part.measurements().contains(key));
+    CHECK_FALSE(part.measurements().contains(key + "|weights=llc"));
     if (warm > 1.0) {
         MESSAGE("skipped the comparison: the machine is too loaded");
         return;

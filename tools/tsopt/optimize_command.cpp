@@ -104,6 +104,7 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     keep = std::make_shared<B>(bo);
     B& be = *keep;
     install_opaque_ops(be);
+    if constexpr (requires { be.price_for_model(g); }) be.price_for_model(g);  // weights where the whole model leaves them
     auto measured = std::make_shared<cost::measured<B>>(be);
 
     // Every operator of the input and of its preprocessed form, measured up

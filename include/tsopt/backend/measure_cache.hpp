@@ -80,6 +80,7 @@ public:
     const std::filesystem::path& file() const { return file_; }
     const std::string& machine() const { return machine_; }
     std::size_t size() const { return map_.size(); }
+    bool contains(const std::string& key) const { return map_.count(key) > 0; }  // no hit/miss counted
 
     std::optional<double> find(const std::string& key) {
         auto it = map_.find(key);

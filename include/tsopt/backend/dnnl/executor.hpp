@@ -208,8 +208,8 @@ public:
         if (n.kind == node_kind::input || n.kind == node_kind::weight) return 0;
         auto constant = g.constant_mask();
         if (constant[i]) return 0;
-        const bool llc_warm = opt_.cold_weights && can_evict_from_cache && caches_.llc > 0 &&
-                              static_cast<double>(constant_bytes(g, constant)) <= opt_.llc_share * static_cast<double>(caches_.llc);
+        const bool llc_warm = opt_.cold_weights && can_evict_from_cache &&
+                              (model_fits_llc_ ? *model_fits_llc_ : constants_fit_llc(constant_bytes(g, constant)));
         // Both pricings of one configuration can live in one cache file.
         std::string key = measure_key(g, i, constant) + (llc_warm ? "|weights=llc" : "");
         if (auto hit = cache_.find(key)) return *hit;
@@ -244,6 +244,17 @@ public:
         }));
         cache_.put(key, ms);
         return ms;
+    }
+
+    // From now on, price constants as they are found when `model` runs: in
+    // the last-level cache if its constants fit in llc_share of it, else in
+    // memory. A search measures operators inside parts of the model, whose
+    // own constants would fit where the whole model's do not; without this
+    // call each measured graph decides for itself.
+    void price_for_model(const graph& model) { model_fits_llc_ = constants_fit_llc(constant_bytes(model, model.constant_mask())); }
+    // Whether a graph with `bytes` of constants keeps them in the last-level cache.
+    bool constants_fit_llc(std::size_t bytes) const {
+        return caches_.llc > 0 && static_cast<double>(bytes) <= opt_.llc_share * static_cast<double>(caches_.llc);
     }
 
     // Where g's end-to-end time goes: every step of its plan timed on its own
@@ -330,6 +341,7 @@ private:
     ::dnnl::engine eng_;
     dnnl_impl::measure_cache cache_;
     cpu_caches caches_ = detect_cpu_caches();
+    std::optional<bool> model_fits_llc_;  // price_for_model
     plan_cache<std::shared_ptr<dnnl_impl::plan>> plans_;
 };
 
