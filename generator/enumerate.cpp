@@ -190,7 +190,14 @@ struct boundary {
 // not enumerated). Windows are enumerated square: a parameter named *_w
 // takes the value of its *_h twin (kh/kw too), which keeps stride and kernel
 // combinations models use and divides the enumeration by 4 per operator.
-std::vector<spec::op_params> domain_combos(const spec::op_decl& d) {
+std::vector<spec::op_params> domain_combos(const spec::op_decl& d, bool representative) {
+    // The representative value of a structural parameter, or -1: every value.
+    auto representative_value = [&](std::string_view n) -> std::int32_t {
+        if (!representative) return -1;
+        if (n.starts_with("stride")) return 1;
+        if (n == "pad") return static_cast<std::int32_t>(spec::pad_mode::same);
+        return -1;
+    };
     auto twin = [&](int i) {
         std::string_view n = d.params[static_cast<std::size_t>(i)].name;
         std::string h;
@@ -215,6 +222,8 @@ std::vector<spec::op_params> domain_combos(const spec::op_decl& d) {
                 next.push_back(q);
             } else
                 for (auto v : pd.domain) {
+                    if (auto r = representative_value(pd.name); r >= 0 && v != r) continue;
+                    if (representative && pd.name == "axis" && v > 1) continue;
                     auto q = p;
                     q[i] = v;
                     next.push_back(q);
@@ -268,7 +277,7 @@ struct state {
             uses.push_back(0);
             producer.push_back(-1);
         }
-        for (auto k : opt.ops) combos[static_cast<std::size_t>(k)] = domain_combos(spec::decl(k));
+        for (auto k : opt.ops) combos[static_cast<std::size_t>(k)] = domain_combos(spec::decl(k), opt.representative_params);
     }
     int num_tensors() const { return static_cast<int>(shapes.size()); }
 
@@ -299,6 +308,7 @@ struct state {
             c.p = p;
             out.push_back(c);
         };
+        const bool distinct = o->distinct_operands;
         for (auto k : o->ops) {
             const auto& cs = combos[static_cast<std::size_t>(k)];
             switch (k) {
@@ -306,7 +316,7 @@ struct state {
                 case op_kind::ewmul:
                     for (int a = 0; a < T; ++a)
                         for (int b = 0; b < T; ++b)
-                            if (roles[a] == roles[b] && roles[a] != role::scalar && shapes[a] == shapes[b])
+                            if (roles[a] == roles[b] && roles[a] != role::scalar && shapes[a] == shapes[b] && !(distinct && a == b))
                                 add(k, {a, b}, cs[0]);
                     break;
                 case op_kind::smul:
@@ -323,7 +333,7 @@ struct state {
                 case op_kind::matmul:
                     for (int a = 0; a < T; ++a)
                         for (int b = 0; b < T; ++b)
-                            if (roles[a] == role::matrix && roles[b] == role::matrix)
+                            if (roles[a] == role::matrix && roles[b] == role::matrix && !(distinct && a == b))
                                 for (auto& p : cs) add(k, {a, b}, p);
                     break;
                 case op_kind::conv2d:
@@ -341,7 +351,7 @@ struct state {
                 case op_kind::concat:
                     for (int a = 0; a < T; ++a)
                         for (int b = 0; b < T; ++b)
-                            if (roles[a] == roles[b] && roles[a] != role::scalar)
+                            if (roles[a] == roles[b] && roles[a] != role::scalar && !(distinct && a == b))
                                 for (auto& p : cs)
                                     if (p[spec::concat_p::axis] < shapes[a].rank) add(k, {a, b}, p);
                     break;

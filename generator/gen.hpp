@@ -93,6 +93,17 @@ struct options {
     // Fingerprint (and check common-subgraph pruning) on second_shapes(inputs)
     // too; graphs that do not type-check there are not enumerated.
     bool two_shapes = true;
+    // TASO's enumeration disciplines, for sizes the full one cannot reach
+    // (docs/generator.md, "N=4"): one representative value per structural
+    // parameter (stride 1, same padding, concat axis 0 or 1; activations
+    // and kernel sizes kept), so rules hold for those values only, as
+    // TASO's did; and binary operators never read one tensor twice
+    // (ewadd(x, x), concat(x, x), matmul(a, a)).
+    bool representative_params = false;
+    bool distinct_operands = false;
+    // Buckets of more equal graphs than this pair each graph with the
+    // smallest one equal to it only, not every two (candidates()).
+    std::size_t all_pairs_limit = 256;
 };
 
 // An operator's concrete parameters for other tensor shapes: derived

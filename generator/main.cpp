@@ -42,6 +42,11 @@ const char* usage =
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
     "                     not attempted in time are counted as not verified\n"
     "  --single-shape     fingerprint on one shape configuration only (more shape-coincidence candidates)\n"
+    "  --representative-params\n"
+    "                     one value per structural parameter (stride 1, same padding, concat axis\n"
+    "                     0/1) as TASO enumerated: rules hold for those values only\n"
+    "  --distinct-operands\n"
+    "                     binary operators never read one tensor twice (TASO's discipline)\n"
     "  --seed N           seed of the random test inputs\n"
     "  --quiet            no progress or summary on stderr\n"
     "  --help             this text\n";
@@ -93,6 +98,8 @@ int main(int argc, char** argv) {
         else if (a == "--unproven") c.unproven_out = value();
         else if (a == "--query-log") c.query_log_out = value();
         else if (a == "--single-shape") c.o.two_shapes = false;
+        else if (a == "--representative-params") c.o.representative_params = true;
+        else if (a == "--distinct-operands") c.o.distinct_operands = true;
         else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
         else if (a == "--header") c.header_out = value();
         else if (a == "--listing") c.listing_out = value();

@@ -131,6 +131,42 @@ TEST_CASE("TASO Figure 2b: two matmuls sharing an input fuse via concat and spli
     CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::matmul, op_kind::matmul}));  // associativity
 }
 
+TEST_CASE("TASO's disciplines: representative parameters and distinct operands shrink the enumeration") {
+    options full;
+    full.ops = {op_kind::conv2d, op_kind::ewadd, op_kind::concat};
+    full.max_ops = 2;
+    full.threads = 1;
+    full.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act},
+                   {"w", shape{4, 4, 3, 3}, role::weight}};
+    auto restricted = full;
+    restricted.representative_params = true;
+    restricted.distinct_operands = true;
+    auto all = enumerate(full), few = enumerate(restricted);
+    CHECK(few.graphs.size() < all.graphs.size());
+    auto scan = [](const enumeration& e, bool& stride2, bool& valid, bool& twice, bool& relu) {
+        for (auto& pool : e.pools)
+            for (auto& g : pool) {
+                const auto& p = param_values(g.pidx);
+                if (g.kind == op_kind::conv2d) {
+                    stride2 |= p[spec::conv2d_p::stride_h] == 2;
+                    valid |= p[spec::conv2d_p::pad] == static_cast<std::int32_t>(spec::pad_mode::valid);
+                    relu |= p[spec::conv2d_p::act] == static_cast<std::int32_t>(spec::activation::relu);
+                }
+                if (g.kind == op_kind::concat) twice |= p[spec::concat_p::axis] > 1;
+                if (g.nin == 2) twice |= g.in[0] == g.in[1];
+            }
+    };
+    bool s2 = false, v = false, t = false, r = false;
+    scan(all, s2, v, t, r);
+    CHECK((s2 && v && t && r));  // the full enumeration has each of them
+    s2 = v = t = r = false;
+    scan(few, s2, v, t, r);
+    CHECK_FALSE(s2);
+    CHECK_FALSE(v);
+    CHECK_FALSE(t);  // no concat on axes 2/3, no operator reading one tensor twice
+    CHECK(r);        // activations are kept
+}
+
 TEST_CASE("the listing round-trips through the parser") {
     auto r = generate({op_kind::ewadd, op_kind::relu, op_kind::concat, op_kind::split, op_kind::imatmul, op_kind::matmul}, 2,
                       {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}});
