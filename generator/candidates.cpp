@@ -244,7 +244,14 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         }
     }
 
-    std::vector<std::vector<pair>> per_bucket(buckets.size());
+    // Survivors of the local pruning, kept as record indices (a materialized
+    // pair is kilobytes; N=4 keeps millions before renaming).
+    struct kept {
+        std::uint32_t a, b;
+        std::vector<int> perm;
+        std::uint64_t renaming;
+    };
+    std::vector<std::vector<kept>> per_bucket(buckets.size());
     std::atomic<std::size_t> next{0}, done{0};
     std::atomic<std::uint64_t> n_cand{0}, n_conf{0}, n_dec{0}, n_ci{0}, n_co{0};
     unsigned nt = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -257,18 +264,22 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                 // Graphs ordered by structure, not by record index: the record
                 // order depends on thread scheduling, and the pair kept by the
                 // renaming step (hence the emitted rule text) must not.
-                std::vector<std::pair<std::uint64_t, mgraph>> keyed;
+                std::vector<std::tuple<std::uint64_t, std::uint32_t, mgraph>> keyed;
                 std::unordered_set<std::uint64_t> seen;
                 for (std::size_t k = lo; k < hi; ++k) {
                     auto g = materialize(e, e.graphs[idx[k]], o);
                     auto key = structural_key(g);
-                    if (seen.insert(key).second) keyed.emplace_back(key, std::move(g));
+                    if (seen.insert(key).second) keyed.emplace_back(key, idx[k], std::move(g));
                 }
                 if (keyed.size() < 2) continue;
-                std::sort(keyed.begin(), keyed.end(), [](auto& x, auto& y) { return x.first < y.first; });
+                std::sort(keyed.begin(), keyed.end(), [](auto& x, auto& y) { return std::get<0>(x) < std::get<0>(y); });
                 std::vector<mgraph> gs;
+                std::vector<std::uint32_t> rec;
                 gs.reserve(keyed.size());
-                for (auto& kg : keyed) gs.push_back(std::move(kg.second));
+                for (auto& kg : keyed) {
+                    rec.push_back(std::get<1>(kg));
+                    gs.push_back(std::move(std::get<2>(kg)));
+                }
                 // Graphs whose outputs are computed by disjoint operators: a pair
                 // of two such graphs always decomposes, so it is never formed.
                 std::vector<char> split_graph(gs.size());
@@ -283,30 +294,68 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                         for (auto& t : tests) fvals[i].push_back(eval_float(gs[i], t));
                     return fvals[i];
                 };
-                for (std::size_t i = 0; i < gs.size(); ++i)
-                    for (std::size_t j = i + 1; j < gs.size(); ++j) {
-                        if (split_graph[i] && split_graph[j]) continue;
-                        auto perm = match_outputs(gs[i], gs[j]);
-                        if (perm.empty()) continue;
-                        n_cand.fetch_add(1, std::memory_order_relaxed);
-                        auto &fa = float_vals(i), &fb = float_vals(j);
-                        bool ok = true;
-                        for (std::size_t t = 0; t < tests.size() && ok; ++t)
-                            for (std::size_t q = 0; q < perm.size() && ok; ++q)
-                                ok = relative_error(fa[t][gs[i].outputs[q]], fb[t][gs[j].outputs[perm[q]]]) <= o.tolerance;
-                        if (!ok) continue;
-                        n_conf.fetch_add(1, std::memory_order_relaxed);
-                        pair p{gs[i], gs[j], perm};
-                        // Local pruning here keeps memory bounded; the global
-                        // renaming step follows.
-                        if (decomposes(p)) continue;
-                        n_dec.fetch_add(1, std::memory_order_relaxed);
-                        if (common_subgraph_at_inputs(p, o)) continue;
-                        n_ci.fetch_add(1, std::memory_order_relaxed);
-                        if (common_subgraph_at_outputs(p)) continue;
-                        n_co.fetch_add(1, std::memory_order_relaxed);
-                        per_bucket[bi].push_back(std::move(p));
+                // Output correspondence of two graphs confirmed on the float
+                // tests; empty when they differ.
+                auto confirmed = [&](std::size_t i, std::size_t j) {
+                    auto perm = match_outputs(gs[i], gs[j]);
+                    if (perm.empty()) return perm;
+                    n_cand.fetch_add(1, std::memory_order_relaxed);
+                    auto &fa = float_vals(i), &fb = float_vals(j);
+                    bool ok = true;
+                    for (std::size_t t = 0; t < tests.size() && ok; ++t)
+                        for (std::size_t q = 0; q < perm.size() && ok; ++q)
+                            ok = relative_error(fa[t][gs[i].outputs[q]], fb[t][gs[j].outputs[perm[q]]]) <= o.tolerance;
+                    if (!ok) perm.clear();
+                    return perm;
+                };
+                // Every pair of a bucket, or past o.all_pairs_limit graphs
+                // (N=4 has buckets of thousands: the graphs computing x
+                // itself through split/concat detours) each graph paired
+                // with the smallest graph equal to it: pairs through that
+                // representative compose to every other pair, in two rewrites.
+                std::vector<std::tuple<std::size_t, std::size_t, std::vector<int>>> todo;
+                if (gs.size() <= o.all_pairs_limit) {
+                    for (std::size_t i = 0; i < gs.size(); ++i)
+                        for (std::size_t j = i + 1; j < gs.size(); ++j)
+                            if (!(split_graph[i] && split_graph[j]))
+                                if (auto perm = confirmed(i, j); !perm.empty()) todo.emplace_back(i, j, std::move(perm));
+                } else {
+                    std::vector<std::size_t> order(gs.size()), reps;
+                    std::iota(order.begin(), order.end(), 0);
+                    std::stable_sort(order.begin(), order.end(),
+                                     [&](auto x, auto y) { return gs[x].ops.size() < gs[y].ops.size(); });
+                    for (auto j : order) {
+                        bool member = false;
+                        for (auto i : reps) {
+                            if (split_graph[i] && split_graph[j]) continue;
+                            if (auto perm = confirmed(i, j); !perm.empty()) {
+                                todo.emplace_back(std::min(i, j), std::max(i, j), std::move(perm));
+                                if (i > j) {  // the pair is stored in bucket order: invert the correspondence
+                                    auto& pm = std::get<2>(todo.back());
+                                    std::vector<int> inv(pm.size());
+                                    for (std::size_t q = 0; q < pm.size(); ++q) inv[static_cast<std::size_t>(pm[q])] = static_cast<int>(q);
+                                    pm = std::move(inv);
+                                }
+                                member = true;
+                                break;
+                            }
+                        }
+                        if (!member) reps.push_back(j);
                     }
+                }
+                for (auto& [i, j, perm] : todo) {
+                    n_conf.fetch_add(1, std::memory_order_relaxed);
+                    pair p{gs[i], gs[j], perm};
+                    // Local pruning here keeps memory bounded; the global
+                    // renaming step follows.
+                    if (decomposes(p)) continue;
+                    n_dec.fetch_add(1, std::memory_order_relaxed);
+                    if (common_subgraph_at_inputs(p, o)) continue;
+                    n_ci.fetch_add(1, std::memory_order_relaxed);
+                    if (common_subgraph_at_outputs(p)) continue;
+                    n_co.fetch_add(1, std::memory_order_relaxed);
+                    per_bucket[bi].push_back({rec[i], rec[j], std::move(p.perm), renaming_key(p, o)});
+                }
             }
         } catch (...) {
             std::lock_guard lk(fm);
@@ -335,9 +384,10 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     std::vector<pair> ps;
     std::unordered_set<std::uint64_t> renamed;
     for (auto& b : per_bucket) {
-        for (auto& p : b)
-            if (renamed.insert(renaming_key(p, o)).second) ps.push_back(std::move(p));
-        std::vector<pair>().swap(b);
+        for (auto& k : b)
+            if (renamed.insert(k.renaming).second)
+                ps.push_back(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
+        std::vector<kept>().swap(b);
     }
     st.after_renaming = ps.size();
     std::erase_if(ps, [](const pair& p) { return (p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars); });
