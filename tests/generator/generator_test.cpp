@@ -34,8 +34,9 @@ pair make_pair(mgraph a, mgraph b) {
     return p;
 }
 
-run_result generate(std::vector<op_kind> ops, int n, std::vector<input_decl> inputs) {
+run_result generate(std::vector<op_kind> ops, int n, std::vector<input_decl> inputs, std::size_t all_pairs_limit = 256) {
     run_config c;
+    c.o.all_pairs_limit = all_pairs_limit;
     c.o.ops = std::move(ops);
     c.o.max_ops = n;
     c.o.inputs = std::move(inputs);
@@ -165,6 +166,15 @@ TEST_CASE("TASO's disciplines: representative parameters and distinct operands s
     CHECK_FALSE(v);
     CHECK_FALSE(t);  // no concat on axes 2/3, no operator reading one tensor twice
     CHECK(r);        // activations are kept
+}
+
+TEST_CASE("large buckets pair each graph with the smallest equal one, and the fusion rules remain") {
+    std::vector<input_decl> in{{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}, {"c", shape{4, 4}, role::matrix}};
+    std::vector<op_kind> ops{op_kind::matmul, op_kind::concat, op_kind::split};
+    auto all = generate(ops, 3, in), star = generate(ops, 3, in, 1);
+    CHECK(star.st.confirmed < all.st.confirmed);
+    CHECK(has_rule(star, {op_kind::matmul, op_kind::matmul}, {op_kind::concat, op_kind::matmul, op_kind::split}));
+    CHECK(has_rule(star, {op_kind::matmul, op_kind::matmul}, {op_kind::matmul, op_kind::matmul}));
 }
 
 TEST_CASE("the listing round-trips through the parser") {
