@@ -324,24 +324,17 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                     std::iota(order.begin(), order.end(), 0);
                     std::stable_sort(order.begin(), order.end(),
                                      [&](auto x, auto y) { return gs[x].ops.size() < gs[y].ops.size(); });
-                    for (auto j : order) {
-                        bool member = false;
-                        for (auto i : reps) {
-                            if (split_graph[i] && split_graph[j]) continue;
-                            if (auto perm = confirmed(i, j); !perm.empty()) {
-                                todo.emplace_back(std::min(i, j), std::max(i, j), std::move(perm));
-                                if (i > j) {  // the pair is stored in bucket order: invert the correspondence
-                                    auto& pm = std::get<2>(todo.back());
-                                    std::vector<int> inv(pm.size());
-                                    for (std::size_t q = 0; q < pm.size(); ++q) inv[static_cast<std::size_t>(pm[q])] = static_cast<int>(q);
-                                    pm = std::move(inv);
-                                }
-                                member = true;
-                                break;
-                            }
-                        }
-                        if (!member) reps.push_back(j);
-                    }
+                    // Pairs keep bucket order (first graph first), as in the all-pairs case.
+                    auto joins_class = [&](std::size_t i, std::size_t j) {
+                        if (split_graph[i] && split_graph[j]) return false;
+                        auto perm = confirmed(std::min(i, j), std::max(i, j));
+                        if (perm.empty()) return false;
+                        todo.emplace_back(std::min(i, j), std::max(i, j), std::move(perm));
+                        return true;
+                    };
+                    for (auto j : order)
+                        if (std::none_of(reps.begin(), reps.end(), [&](std::size_t i) { return joins_class(i, j); }))
+                            reps.push_back(j);
                 }
                 for (auto& [i, j, perm] : todo) {
                     n_conf.fetch_add(1, std::memory_order_relaxed);

@@ -191,12 +191,14 @@ struct boundary {
 // takes the value of its *_h twin (kh/kw too), which keeps stride and kernel
 // combinations models use and divides the enumeration by 4 per operator.
 std::vector<spec::op_params> domain_combos(const spec::op_decl& d, bool representative) {
-    // The representative value of a structural parameter, or -1: every value.
-    auto representative_value = [&](std::string_view n) -> std::int32_t {
-        if (!representative) return -1;
-        if (n.starts_with("stride")) return 1;
-        if (n == "pad") return static_cast<std::int32_t>(spec::pad_mode::same);
-        return -1;
+    // Whether value v of parameter n is enumerated: with `representative`,
+    // stride 1, same padding and axes 0/1 only.
+    auto enumerated = [&](std::string_view n, std::int32_t v) {
+        if (!representative) return true;
+        if (n.starts_with("stride")) return v == 1;
+        if (n == "pad") return v == static_cast<std::int32_t>(spec::pad_mode::same);
+        if (n == "axis") return v <= 1;
+        return true;
     };
     auto twin = [&](int i) {
         std::string_view n = d.params[static_cast<std::size_t>(i)].name;
@@ -222,8 +224,7 @@ std::vector<spec::op_params> domain_combos(const spec::op_decl& d, bool represen
                 next.push_back(q);
             } else
                 for (auto v : pd.domain) {
-                    if (auto r = representative_value(pd.name); r >= 0 && v != r) continue;
-                    if (representative && pd.name == "axis" && v > 1) continue;
+                    if (!enumerated(pd.name, v)) continue;
                     auto q = p;
                     q[i] = v;
                     next.push_back(q);

@@ -43,6 +43,19 @@ graph block() {
     return g;
 }
 
+// [1,512] x [512,512]: 1 MB of weight and 2 KB of activation, so the
+// matmul's time is the weight's trip from wherever it is.
+struct batch1_matmul {
+    graph g;
+    std::size_t node;
+};
+batch1_matmul make_batch1_matmul(std::mt19937_64& rng) {
+    graph g;
+    auto y = g.matmul(g.input("x", {1, 512}), g.weight("w", {512, 512}, rng));
+    g.mark_output(y);
+    return {std::move(g), static_cast<std::size_t>(y.node)};
+}
+
 }  // namespace
 
 TEST_CASE("dnnl whole graphs equal the reference") {
@@ -198,14 +211,10 @@ TEST_CASE("timing statistic: the minimum of the rounds") {
 }
 
 TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
-    // [1,512] x [512,512]: 1 MB of weight and 2 KB of activation, so the time
-    // is the weight's trip from wherever it is. Cache-hot it comes from L2/L3;
-    // end to end (and with cold_weights) from memory.
-    graph g;
+    // Cache-hot the weight comes from L2/L3; end to end (and with
+    // cold_weights) from memory.
     std::mt19937_64 rng(5);
-    auto y = g.matmul(g.input("x", {1, 512}), g.weight("w", {512, 512}, rng));
-    g.mark_output(y);
-    const std::size_t mm = static_cast<std::size_t>(y.node);
+    const auto [g, mm] = make_batch1_matmul(rng);
     backend::dnnl cold({.persist = false, .min_reps = 30, .max_reps = 30, .llc_share = 0});
     backend::dnnl hot({.persist = false, .min_reps = 30, .max_reps = 30, .cold_weights = false});
     double c = cold.measure(g, mm), h = hot.measure(g, mm);
@@ -225,11 +234,8 @@ TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
 }
 
 TEST_CASE("dnnl measure: weights of a graph whose constants fit in the last-level cache are priced from there") {
-    graph g;
     std::mt19937_64 rng(6);
-    auto y = g.matmul(g.input("x", {1, 512}), g.weight("w", {512, 512}, rng));
-    g.mark_output(y);
-    const std::size_t mm = static_cast<std::size_t>(y.node);
+    const auto [g, mm] = make_batch1_matmul(rng);
     // The same matmul in a graph that also reads 48 MB of other weights:
     // more than any last-level cache share here, so its weight comes from memory.
     graph big = g;
