@@ -116,11 +116,19 @@ std::vector<std::uint64_t> eval_replacing(const mgraph& g, std::uint64_t target,
 
 std::uint64_t renaming_key(const pair& p, const options& o) {
     static std::mutex m;
-    static std::map<std::size_t, std::vector<std::vector<int>>> cache;
+    // Keyed by the whole input list: the renamings depend on which inputs
+    // share a role and shape, and one process may generate over several lists.
+    static std::map<std::string, std::vector<std::vector<int>>> cache;
     const std::vector<std::vector<int>>* perms;
     {
+        std::string key;
+        for (const auto& d : o.inputs) {
+            key += d.name + ":" + std::to_string(static_cast<int>(d.r));
+            for (auto x : d.s) key += "," + std::to_string(x);
+            key += ";";
+        }
         std::lock_guard lk(m);
-        auto& c = cache[o.inputs.size() * 1000003u + std::hash<std::string>{}(o.inputs.empty() ? "" : o.inputs[0].name)];
+        auto& c = cache[key];
         if (c.empty()) c = input_renamings(o);
         perms = &c;
     }

@@ -253,6 +253,7 @@ struct state {
     std::vector<std::vector<boundary>> bnd;
     std::vector<int> uses;
     std::vector<int> producer;
+    std::vector<std::uint64_t> ancestors;  // per tensor: bitmask of the tensors it is computed from
     std::vector<gop> ops;
     std::vector<std::uint64_t> ops_sh;
     std::vector<int> first_out;
@@ -277,6 +278,7 @@ struct state {
             bnd.emplace_back();
             uses.push_back(0);
             producer.push_back(-1);
+            ancestors.push_back(0);
         }
         for (auto k : opt.ops) combos[static_cast<std::size_t>(k)] = domain_combos(spec::decl(k), opt.representative_params);
     }
@@ -596,7 +598,11 @@ struct state {
         std::array<std::vector<boundary>, 2> ob;
         out_boundaries(op, c.p, ob);
         role r = out_role(op);
+        std::uint64_t anc = 0;
+        for (int i = 0; i < op.nin; ++i) anc |= ancestors[op.in[i]] | (std::uint64_t{1} << op.in[i]);
+        std::array<bool, 2> first_use{};
         for (int i = 0; i < op.nin; ++i) {
+            first_use[i] = uses[op.in[i]] == 0;
             if (uses[op.in[i]]++ == 0 && op.in[i] >= I) --unconsumed;
         }
         first_out.push_back(num_tensors());
@@ -614,11 +620,44 @@ struct state {
             bnd.push_back(std::move(ob[j]));
             uses.push_back(0);
             producer.push_back(static_cast<int>(ops.size()));
+            ancestors.push_back(anc);
             ++unconsumed;
         }
         ops.push_back(op);
         ops_sh.push_back(h);
+        if (o->distinct_values && reads_redundant_value(op, first_use)) {
+            pop();
+            return false;
+        }
         return true;
+    }
+
+    bool same_value(int a, int b) const {
+        return vh[a] == vh[b] && shapes[a] == shapes[b] && (!two || shapes2[a] == shapes2[b]);
+    }
+    bool computed_from(int t, int from) const { return (ancestors[t] >> from) & 1u; }
+
+    // options::distinct_values, checked for what the operator just added
+    // changed: a tensor read for the first time, or a new output equal to a
+    // tensor already read. A consumed tensor t' with the value of another
+    // tensor t not computed from t' makes the graph a detour: its readers
+    // can read t instead (no cycle, as t does not depend on t'), by the
+    // smaller rule anc(t') => anc(t), which the enumeration finds on its
+    // own. Detours that end in an output (transpose(transpose(a)) == a) are
+    // kept: they are such rules' source sides. The condition only grows
+    // with the graph, so cutting the DFS here loses no graph that is kept.
+    bool reads_redundant_value(const gop& op, const std::array<bool, 2>& first_use) const {
+        const int T = num_tensors(), new_lo = first_out.back();
+        for (int i = 0; i < op.nin; ++i) {
+            if (!first_use[i] || (i == 1 && op.in[1] == op.in[0])) continue;
+            int read = op.in[i];
+            for (int t = 0; t < new_lo; ++t)
+                if (t != read && same_value(t, read) && !computed_from(t, read)) return true;
+        }
+        for (int n = new_lo; n < T; ++n)
+            for (int t = 0; t < new_lo; ++t)
+                if (uses[t] > 0 && same_value(t, n) && !computed_from(n, t)) return true;
+        return false;
     }
 
     void pop() {
@@ -627,7 +666,7 @@ struct state {
         for (int j = 0; j < n; ++j) {
             shapes.pop_back(); roles.pop_back(); vals.pop_back(); vh.pop_back(); sh.pop_back();
             if (two) { shapes2.pop_back(); vals2.pop_back(); }
-            bnd.pop_back(); uses.pop_back(); producer.pop_back();
+            bnd.pop_back(); uses.pop_back(); producer.pop_back(); ancestors.pop_back();
             --unconsumed;
         }
         for (int i = 0; i < op.nin; ++i)

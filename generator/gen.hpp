@@ -101,6 +101,12 @@ struct options {
     // (ewadd(x, x), concat(x, x), matmul(a, a)).
     bool representative_params = false;
     bool distinct_operands = false;
+    // No operator reads a tensor whose value another tensor of the graph
+    // has (unless that one is computed from it): such a graph is a detour
+    // that a smaller rule removes (enumerate.cpp, reads_redundant_value).
+    // Removes the split/concat, transpose/transpose and identity-constant
+    // detours that fill N>=4 with equal graphs.
+    bool distinct_values = false;
     // Buckets of more equal graphs than this pair each graph with the
     // smallest one equal to it only, not every two (candidates()).
     std::size_t all_pairs_limit = 256;

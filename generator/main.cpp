@@ -47,6 +47,13 @@ const char* usage =
     "                     0/1) as TASO enumerated: rules hold for those values only\n"
     "  --distinct-operands\n"
     "                     binary operators never read one tensor twice (TASO's discipline)\n"
+    "  --distinct-values  no operator reads a tensor whose value another tensor of the graph already\n"
+    "                     has (a detour a smaller rule removes; detours ending in an output are kept)\n"
+    "  --all-pairs-limit N\n"
+    "                     fingerprint buckets of more than N graphs pair each graph with the smallest\n"
+    "                     one equal to it only, not every two (default 256; 1: always)\n"
+    "  --inputs x,w,...   enumerate over these of the default inputs only (default: all of\n"
+    "                     x, y [1,4,6,8], w, v [4,4,3,3], u [4,4,1,1], a, b, c [4,4], s [1])\n"
     "  --seed N           seed of the random test inputs\n"
     "  --quiet            no progress or summary on stderr\n"
     "  --help             this text\n";
@@ -72,6 +79,33 @@ void check_writable(const std::string& opt, const std::string& path) {
         if (!f) die(opt + ": cannot write '" + path + "'");
     }
     if (!existed) fs::remove(path);
+}
+
+// A subset of the default inputs, kept in their default order so that
+// tensor ids (and rule texts) do not depend on how the list was written.
+std::vector<tsopt::gen::input_decl> select_inputs(const std::string& list) {
+    auto all = tsopt::gen::default_inputs();
+    std::vector<bool> chosen(all.size(), false);
+    std::size_t b = 0;
+    while (b <= list.size()) {
+        auto e = list.find(',', b);
+        if (e == std::string::npos) e = list.size();
+        std::string n = list.substr(b, e - b);
+        std::size_t i = 0;
+        while (i < all.size() && all[i].name != n) ++i;
+        if (i == all.size()) {
+            std::string known;
+            for (const auto& d : all) known += (known.empty() ? "" : ", ") + d.name;
+            die("--inputs: unknown input '" + n + "' (inputs: " + known + ")");
+        }
+        if (chosen[i]) die("--inputs: input '" + n + "' named twice");
+        chosen[i] = true;
+        b = e + 1;
+    }
+    std::vector<tsopt::gen::input_decl> out;
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (chosen[i]) out.push_back(all[i]);
+    return out;
 }
 
 }  // namespace
@@ -100,6 +134,8 @@ int main(int argc, char** argv) {
         else if (a == "--single-shape") c.o.two_shapes = false;
         else if (a == "--representative-params") c.o.representative_params = true;
         else if (a == "--distinct-operands") c.o.distinct_operands = true;
+        else if (a == "--distinct-values") c.o.distinct_values = true;
+        else if (a == "--all-pairs-limit") c.o.all_pairs_limit = static_cast<std::size_t>(parse_int(a, value(), 1, 1L << 30));
         else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
         else if (a == "--header") c.header_out = value();
         else if (a == "--listing") c.listing_out = value();
@@ -111,6 +147,7 @@ int main(int argc, char** argv) {
         else if (a == "--emit-derived") c.emit_derived = true;
         else if (a == "--no-settle") c.settle_opaque = false;
         else if (a == "--quiet") c.quiet = true;
+        else if (a == "--inputs") c.o.inputs = select_inputs(value());
         else if (a == "--ops") {
             std::string v = value();
             c.o.ops.clear();

@@ -16,6 +16,9 @@ expect "cannot write '/nonexistent-dir/rules.txt'" --listing /nonexistent-dir/ru
 expect "unknown option '--frobnicate'" --frobnicate
 expect "--max-instances expects an integer" --max-instances many
 expect "--rlimit must be within 0..2000000000" --rlimit -5
+expect "--inputs: unknown input 'q'" --inputs x,q
+expect "--inputs: input 'x' named twice" --inputs x,w,x
+expect "--all-pairs-limit must be within" --all-pairs-limit 0
 out=$("$gen" --help) || { echo "FAIL: --help exited non-zero"; fail=1; }
 case "$out" in *"usage: tsopt-gen"*) echo "ok: --help" ;; *) echo "FAIL: --help"; fail=1 ;; esac
 exit $fail

@@ -177,6 +177,48 @@ TEST_CASE("large buckets pair each graph with the smallest equal one, and the fu
     CHECK(has_rule(star, {op_kind::matmul, op_kind::matmul}, {op_kind::matmul, op_kind::matmul}));
 }
 
+TEST_CASE("distinct values: no operator reads a detour, and the detour rules themselves remain") {
+    std::vector<input_decl> in{{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}};
+    options o;
+    o.ops = {op_kind::transpose, op_kind::relu, op_kind::matmul, op_kind::concat, op_kind::split};
+    o.max_ops = 3;
+    o.threads = 2;
+    o.inputs = in;
+    auto dv = o;
+    dv.distinct_values = true;
+    auto all = enumerate(o), pruned = enumerate(dv);
+    CHECK(pruned.graphs.size() < all.graphs.size());
+    // relu(transpose(transpose(a))) reads a tensor equal to a (not computed
+    // from it by an operator it depends on): enumerated without the
+    // discipline, not with it. transpose(transpose(a)) itself stays.
+    auto t = [](int in) { return op(op_kind::transpose, {in}); };
+    auto contains = [](const enumeration& e, std::vector<gop> want) {
+        for (auto& g : e.graphs) {
+            if (g.nops != want.size()) continue;
+            const auto* ops = e.pools[g.pool].data() + g.off;
+            bool same = true;
+            for (std::size_t i = 0; i < want.size() && same; ++i)
+                same = ops[i].kind == want[i].kind && ops[i].nin == want[i].nin && ops[i].in == want[i].in;
+            if (same) return true;
+        }
+        return false;
+    };
+    std::vector<gop> detour{t(0), t(2), op(op_kind::relu, {3})};
+    std::vector<gop> rule_source{t(0), t(2)};
+    CHECK(contains(all, detour));
+    CHECK_FALSE(contains(pruned, detour));
+    CHECK(contains(pruned, rule_source));
+
+    run_config c;
+    c.o = dv;
+    c.verify = false;
+    c.quiet = true;
+    auto r = run(c);
+    CHECK(has_rule(r, {op_kind::transpose, op_kind::transpose}, {}));
+    CHECK(has_rule(r, {op_kind::concat, op_kind::split}, {}));
+    CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::concat, op_kind::matmul, op_kind::split}));
+}
+
 TEST_CASE("the listing round-trips through the parser") {
     auto r = generate({op_kind::ewadd, op_kind::relu, op_kind::concat, op_kind::split, op_kind::imatmul, op_kind::matmul}, 2,
                       {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}});
