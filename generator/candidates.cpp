@@ -272,21 +272,36 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                 // Graphs ordered by structure, not by record index: the record
                 // order depends on thread scheduling, and the pair kept by the
                 // renaming step (hence the emitted rule text) must not.
-                std::vector<std::tuple<std::uint64_t, std::uint32_t, mgraph>> keyed;
-                std::unordered_set<std::uint64_t> seen;
+                // The enumeration's ordering rule (an operator independent of
+                // the previous one comes in increasing hash order) lets a few
+                // graphs be recorded in two operator orders; the order decides
+                // how a constant's extents are written (patterns.cpp), so the
+                // copy kept is the one with the smallest operator order.
+                struct keyed_graph {
+                    std::uint64_t key;
+                    std::vector<std::uint64_t> order;
+                    std::uint32_t rec;
+                    mgraph g;
+                };
+                std::vector<keyed_graph> keyed;
                 for (std::size_t k = lo; k < hi; ++k) {
                     auto g = materialize(e, e.graphs[idx[k]], o);
                     auto key = structural_key(g);
-                    if (seen.insert(key).second) keyed.emplace_back(key, idx[k], std::move(g));
+                    std::vector<std::uint64_t> order;
+                    for (std::size_t t = static_cast<std::size_t>(g.num_inputs); t < g.shash.size(); ++t) order.push_back(g.shash[t]);
+                    keyed.push_back({key, std::move(order), idx[k], std::move(g)});
                 }
+                std::sort(keyed.begin(), keyed.end(),
+                          [](const keyed_graph& x, const keyed_graph& y) { return std::tie(x.key, x.order) < std::tie(y.key, y.order); });
+                keyed.erase(std::unique(keyed.begin(), keyed.end(), [](const keyed_graph& x, const keyed_graph& y) { return x.key == y.key; }),
+                            keyed.end());
                 if (keyed.size() < 2) continue;
-                std::sort(keyed.begin(), keyed.end(), [](auto& x, auto& y) { return std::get<0>(x) < std::get<0>(y); });
                 std::vector<mgraph> gs;
                 std::vector<std::uint32_t> rec;
                 gs.reserve(keyed.size());
                 for (auto& kg : keyed) {
-                    rec.push_back(std::get<1>(kg));
-                    gs.push_back(std::move(std::get<2>(kg)));
+                    rec.push_back(kg.rec);
+                    gs.push_back(std::move(kg.g));
                 }
                 // Graphs whose outputs are computed by disjoint operators: a pair
                 // of two such graphs always decomposes, so it is never formed.
