@@ -5,6 +5,9 @@
 # e.g. bench/generator_bench.sh build-gen 2 --timeout-ms 1000
 #      bench/generator_bench.sh build-gen 3 --no-verify      (counts only)
 #      bench/generator_bench.sh build-gen 3 --budget-s 300   (derived / Z3 within a budget)
+#      bench/generator_bench.sh build 4 --representative-params --distinct-operands \
+#        --distinct-values --all-pairs-limit 1 --inputs x,w,v,a,b,s \
+#        --timeout-ms 60000 --rlimit 150000 --max-instances 3000   (N=4, docs/generator.md)
 # Defaults: 2 threads. Only proven rules are emitted; the rest are in
 # summary.json (unproven_listing) and unproven_rules.txt.
 set -eu
