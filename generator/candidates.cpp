@@ -1,7 +1,6 @@
 // Bucketing by fingerprint, candidate pairs, float confirmation and TASO's
 // pruning (§4): input renaming and common subgraphs (Figure 4).
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -12,35 +11,6 @@
 namespace tsopt::gen {
 
 namespace {
-
-// Permutations of the inputs that preserve role and shape.
-std::vector<std::vector<int>> input_renamings(const options& o) {
-    int I = static_cast<int>(o.inputs.size());
-    std::vector<std::vector<int>> groups;
-    std::vector<bool> done(I, false);
-    for (int i = 0; i < I; ++i) {
-        if (done[i]) continue;
-        std::vector<int> g;
-        for (int j = i; j < I; ++j)
-            if (!done[j] && o.inputs[j].r == o.inputs[i].r && o.inputs[j].s == o.inputs[i].s) { g.push_back(j); done[j] = true; }
-        groups.push_back(g);
-    }
-    std::vector<std::vector<int>> out{std::vector<int>(I)};
-    std::iota(out[0].begin(), out[0].end(), 0);
-    for (auto& g : groups) {
-        if (g.size() < 2) continue;
-        std::vector<std::vector<int>> next;
-        auto perm = g;
-        do {
-            for (auto base : out) {
-                for (std::size_t k = 0; k < g.size(); ++k) base[g[k]] = perm[k];
-                next.push_back(base);
-            }
-        } while (std::next_permutation(perm.begin(), perm.end()));
-        out = std::move(next);
-    }
-    return out;
-}
 
 std::uint64_t mix2(std::uint64_t a, std::uint64_t b) {
     std::uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x7f4a7c159e3779b9ull + (a << 6) + (a >> 2));
@@ -114,26 +84,37 @@ std::vector<std::uint64_t> eval_replacing(const mgraph& g, std::uint64_t target,
 
 }  // namespace
 
-std::uint64_t renaming_key(const pair& p, const options& o) {
-    static std::mutex m;
-    // Keyed by the whole input list: the renamings depend on which inputs
-    // share a role and shape, and one process may generate over several lists.
-    static std::map<std::string, std::vector<std::vector<int>>> cache;
-    const std::vector<std::vector<int>>* perms;
-    {
-        std::string key;
-        for (const auto& d : o.inputs) {
-            key += d.name + ":" + std::to_string(static_cast<int>(d.r));
-            for (auto x : d.s) key += "," + std::to_string(x);
-            key += ";";
-        }
-        std::lock_guard lk(m);
-        auto& c = cache[key];
-        if (c.empty()) c = input_renamings(o);
-        perms = &c;
+std::vector<std::vector<int>> input_renamings(const options& o) {
+    int I = static_cast<int>(o.inputs.size());
+    std::vector<std::vector<int>> groups;
+    std::vector<bool> done(I, false);
+    for (int i = 0; i < I; ++i) {
+        if (done[i]) continue;
+        std::vector<int> g;
+        for (int j = i; j < I; ++j)
+            if (!done[j] && o.inputs[j].r == o.inputs[i].r && o.inputs[j].s == o.inputs[i].s) { g.push_back(j); done[j] = true; }
+        groups.push_back(g);
     }
+    std::vector<std::vector<int>> out{std::vector<int>(I)};
+    std::iota(out[0].begin(), out[0].end(), 0);
+    for (auto& g : groups) {
+        if (g.size() < 2) continue;
+        std::vector<std::vector<int>> next;
+        auto perm = g;
+        do {
+            for (auto base : out) {
+                for (std::size_t k = 0; k < g.size(); ++k) base[g[k]] = perm[k];
+                next.push_back(base);
+            }
+        } while (std::next_permutation(perm.begin(), perm.end()));
+        out = std::move(next);
+    }
+    return out;
+}
+
+std::uint64_t renaming_key(const pair& p, std::span<const std::vector<int>> renamings) {
     std::uint64_t best = ~0ull;
-    for (auto& pi : *perms) {
+    for (auto& pi : renamings) {
         // Only renamings that touch used inputs matter, but all are cheap.
         std::uint64_t ka = structural_key(p.a, pi), kb = structural_key(p.b, pi);
         best = std::min(best, mix2(std::min(ka, kb), std::max(ka, kb)));
@@ -241,6 +222,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     }
     st.buckets = buckets.size();
 
+    const auto renamings = input_renamings(o);
     // Float test inputs for confirmation.
     std::vector<std::vector<tensor<float>>> tests;
     {
@@ -276,10 +258,10 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                 // the previous one comes in increasing hash order) lets a few
                 // graphs be recorded in two operator orders; the order decides
                 // how a constant's extents are written (patterns.cpp), so the
-                // copy kept is the one with the smallest operator order.
+                // copy kept is the one with the smallest operator order (its
+                // tensors' structural hashes in order; the inputs' are common).
                 struct keyed_graph {
                     std::uint64_t key;
-                    std::vector<std::uint64_t> order;
                     std::uint32_t rec;
                     mgraph g;
                 };
@@ -287,12 +269,10 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                 for (std::size_t k = lo; k < hi; ++k) {
                     auto g = materialize(e, e.graphs[idx[k]], o);
                     auto key = structural_key(g);
-                    std::vector<std::uint64_t> order;
-                    for (std::size_t t = static_cast<std::size_t>(g.num_inputs); t < g.shash.size(); ++t) order.push_back(g.shash[t]);
-                    keyed.push_back({key, std::move(order), idx[k], std::move(g)});
+                    keyed.push_back({key, idx[k], std::move(g)});
                 }
                 std::sort(keyed.begin(), keyed.end(),
-                          [](const keyed_graph& x, const keyed_graph& y) { return std::tie(x.key, x.order) < std::tie(y.key, y.order); });
+                          [](const keyed_graph& x, const keyed_graph& y) { return std::tie(x.key, x.g.shash) < std::tie(y.key, y.g.shash); });
                 keyed.erase(std::unique(keyed.begin(), keyed.end(), [](const keyed_graph& x, const keyed_graph& y) { return x.key == y.key; }),
                             keyed.end());
                 if (keyed.size() < 2) continue;
@@ -370,7 +350,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                     n_ci.fetch_add(1, std::memory_order_relaxed);
                     if (common_subgraph_at_outputs(p)) continue;
                     n_co.fetch_add(1, std::memory_order_relaxed);
-                    per_bucket[bi].push_back({rec[i], rec[j], std::move(p.perm), renaming_key(p, o)});
+                    per_bucket[bi].push_back({rec[i], rec[j], std::move(p.perm), renaming_key(p, renamings)});
                 }
             }
         } catch (...) {

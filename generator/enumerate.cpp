@@ -649,7 +649,7 @@ struct state {
     bool reads_redundant_value(const gop& op, const std::array<bool, 2>& first_use) const {
         const int T = num_tensors(), new_lo = first_out.back();
         for (int i = 0; i < op.nin; ++i) {
-            if (!first_use[i] || (i == 1 && op.in[1] == op.in[0])) continue;
+            if (!first_use[i]) continue;  // (a second read of one tensor is not a first use)
             int read = op.in[i];
             for (int t = 0; t < new_lo; ++t)
                 if (t != read && same_value(t, read) && !computed_from(t, read)) return true;

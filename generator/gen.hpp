@@ -184,7 +184,10 @@ bool common_subgraph_at_outputs(const pair& p);
 // Multi-output pairs whose outputs split into groups computed by disjoint
 // operators in both graphs: implied by the smaller pairs of each group.
 bool decomposes(const pair& p);
-std::uint64_t renaming_key(const pair& p, const options& o);
+// Permutations of o.inputs that preserve role and shape (Figure 4a).
+std::vector<std::vector<int>> input_renamings(const options& o);
+// The pair's key under its best renaming: pairs equal up to renaming share it.
+std::uint64_t renaming_key(const pair& p, std::span<const std::vector<int>> renamings);
 
 // Readable form of a graph (debugging, tests).
 std::string describe(const mgraph& g, const options& o);

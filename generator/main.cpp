@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "gen.hpp"
 
@@ -81,16 +82,41 @@ void check_writable(const std::string& opt, const std::string& path) {
     if (!existed) fs::remove(path);
 }
 
+std::vector<std::string> comma_list(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t b = 0;
+    while (b <= list.size()) {
+        auto e = list.find(',', b);
+        if (e == std::string::npos) e = list.size();
+        out.push_back(list.substr(b, e - b));
+        b = e + 1;
+    }
+    return out;
+}
+
+std::vector<tsopt::spec::op_kind> select_ops(const std::string& list) {
+    using namespace tsopt;
+    std::vector<spec::op_kind> out;
+    for (const auto& n : comma_list(list)) {
+        auto k = spec::find_op(n);
+        if (!k) {
+            std::string known;
+            for (const auto* d : spec::operators)
+                if (d->generated) known += (known.empty() ? "" : ", ") + std::string(d->name);
+            die("--ops: unknown operator '" + n + "' (generated operators: " + known + ")");
+        }
+        if (!spec::decl(*k).generated) die("--ops: operator '" + n + "' is not enumerated by the generator");
+        out.push_back(*k);
+    }
+    return out;
+}
+
 // A subset of the default inputs, kept in their default order so that
 // tensor ids (and rule texts) do not depend on how the list was written.
 std::vector<tsopt::gen::input_decl> select_inputs(const std::string& list) {
     auto all = tsopt::gen::default_inputs();
     std::vector<bool> chosen(all.size(), false);
-    std::size_t b = 0;
-    while (b <= list.size()) {
-        auto e = list.find(',', b);
-        if (e == std::string::npos) e = list.size();
-        std::string n = list.substr(b, e - b);
+    for (const auto& n : comma_list(list)) {
         std::size_t i = 0;
         while (i < all.size() && all[i].name != n) ++i;
         if (i == all.size()) {
@@ -100,7 +126,6 @@ std::vector<tsopt::gen::input_decl> select_inputs(const std::string& list) {
         }
         if (chosen[i]) die("--inputs: input '" + n + "' named twice");
         chosen[i] = true;
-        b = e + 1;
     }
     std::vector<tsopt::gen::input_decl> out;
     for (std::size_t i = 0; i < all.size(); ++i)
@@ -148,26 +173,8 @@ int main(int argc, char** argv) {
         else if (a == "--no-settle") c.settle_opaque = false;
         else if (a == "--quiet") c.quiet = true;
         else if (a == "--inputs") c.o.inputs = select_inputs(value());
-        else if (a == "--ops") {
-            std::string v = value();
-            c.o.ops.clear();
-            std::size_t b = 0;
-            while (b <= v.size()) {
-                auto e = v.find(',', b);
-                if (e == std::string::npos) e = v.size();
-                std::string n = v.substr(b, e - b);
-                auto k = spec::find_op(n);
-                if (!k) {
-                    std::string known;
-                    for (const auto* d : spec::operators)
-                        if (d->generated) known += (known.empty() ? "" : ", ") + std::string(d->name);
-                    die("--ops: unknown operator '" + n + "' (generated operators: " + known + ")");
-                }
-                if (!spec::decl(*k).generated) die("--ops: operator '" + n + "' is not enumerated by the generator");
-                c.o.ops.push_back(*k);
-                b = e + 1;
-            }
-        } else die("unknown option '" + a + "' (see --help)");
+        else if (a == "--ops") c.o.ops = select_ops(value());
+        else die("unknown option '" + a + "' (see --help)");
     }
     for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out})
         if (!p->empty()) check_writable("output", *p);
