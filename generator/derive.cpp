@@ -88,14 +88,47 @@ void rule_base::add(const io::listed_rule& r) {
         }
     for (std::size_t v = 0; v < seen.size(); ++v)
         if (!seen[v]) s->domains[v] = {-1};  // marker: unconstrained
+    auto [it, fresh] = group_of_mask_.try_emplace(s->ops_mask, groups_.size());
+    if (fresh) groups_.push_back({s->ops_mask, {}});
+    groups_[it->second].rules.push_back(s.get());
     rules_.push_back(std::move(s));
 }
 
 std::size_t rule_base::size() const { return rules_.size(); }
 
 namespace {
+// A necessary condition for a match, checked without building a matcher
+// (thousands of rules are tried on every graph and most cannot match): some
+// node of the graph has the kind, arity and constant parameters of the
+// source's last pattern node (where matching anchors), and its inputs at the
+// pattern's operator slots come from operators of the right kinds.
+bool may_match(const graph& g, const rewrite::graph_index& ix, const rewrite::rule& r) {
+    const spec::pattern_node& root = r.src.back();
+    const auto& d = spec::decl(root.op);
+    for (std::int32_t n : ix.of_kind(root.op)) {
+        const node& gn = g.nodes[static_cast<std::size_t>(n)];
+        if (gn.inputs.size() != root.num_inputs) continue;
+        bool ok = true;
+        for (int k = 0; k < d.num_params && ok; ++k) {
+            const auto& t = root.params[static_cast<std::size_t>(k)];
+            if (t.k != spec::param_term::kind::constant) continue;
+            if (root.op == spec::op_kind::split && k == spec::split_p::at && t.value == 0) continue;
+            ok = gn.params[k] == t.value;
+        }
+        for (int k = 0; k < root.num_inputs && ok; ++k) {
+            const auto& in = root.inputs[static_cast<std::size_t>(k)];
+            if (in.is_var) continue;
+            value v = gn.inputs[static_cast<std::size_t>(k)];
+            const node& src = g.nodes[static_cast<std::size_t>(v.node)];
+            ok = src.kind == node_kind::op && src.op == r.src[static_cast<std::size_t>(in.index)].op && v.output == in.output;
+        }
+        if (ok) return true;
+    }
+    return false;
+}
+
 struct expander {
-    const std::vector<std::unique_ptr<rule_base::stored>>& rules;
+    const std::vector<rule_base::group>& groups;
     std::size_t max_frontier;
     // One rewrite from every graph of the frontier; new graphs (by structural hash) join `seen`.
     std::vector<graph> step(const std::vector<graph>& frontier, std::unordered_set<std::uint64_t>& seen) const {
@@ -105,9 +138,11 @@ struct expander {
             for (const node& n : g.nodes)
                 if (n.kind == node_kind::op) mask |= kind_bit(n.op);
             rewrite::graph_index ix(g);
-            for (const auto& sp : rules) {
+            for (const auto& gr : groups) {
+                if ((gr.ops_mask & ~mask) != 0) continue;
+                for (const auto* sp : gr.rules) {
                 const auto& s = *sp;
-                if ((s.ops_mask & ~mask) != 0) continue;
+                if (!may_match(g, ix, s.view)) continue;
                 for (const auto& m : rewrite::find_matches(ix, s.view)) {
                     bool in_domain = true;
                     for (std::size_t v = 0; v < s.domains.size() && in_domain; ++v) {
@@ -118,6 +153,7 @@ struct expander {
                     if (!in_domain) continue;
                     if (auto ng = rewrite::apply(ix, s.view, m))
                         if (seen.insert(ng->structural_hash()).second && next.size() < max_frontier) next.push_back(std::move(*ng));
+                }
                 }
             }
         }
@@ -138,7 +174,7 @@ bool rule_base::joinable(const graph& a, const graph& b) const {
     std::unordered_set<std::uint64_t> sa{a.structural_hash()}, sb{b.structural_hash()};
     if (intersects(sa, sb)) return true;
     if (rules_.empty()) return false;
-    expander ex{rules_, max_frontier_};
+    expander ex{groups_, max_frontier_};
     std::vector<graph> fa{a}, fb{b};
     // Deepen the two sides in turn: a rule stating the pair directly joins
     // after one step.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tsopt/core/shape.hpp"
@@ -239,12 +240,21 @@ public:
     bool derivable(const pair& p) const;
     bool joinable(const graph& a, const graph& b) const;
     struct stored;
+    // Rules grouped by the set of operator kinds their source needs (a few
+    // hundred sets for thousands of rules): a graph is tried only against
+    // the groups its own kinds cover, without touching the other rules.
+    struct group {
+        std::uint64_t ops_mask;
+        std::vector<const stored*> rules;
+    };
 
 private:
     options o_;
     int depth_;
     std::size_t max_frontier_;
     std::vector<std::unique_ptr<stored>> rules_;
+    std::vector<group> groups_;
+    std::unordered_map<std::uint64_t, std::size_t> group_of_mask_;
 };
 
 // A candidate Z3 cannot settle within its limits because it mentions a
@@ -293,6 +303,7 @@ struct run_config {
     unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
     unsigned max_instances = 0;      // Z3 quantifier instantiations per candidate (0: no cap)
     bool mbqi = true;                // Z3 model-based quantifier instantiation
+    bool reuse_solver = false;       // verifier::reuse_solver; Z3 queries dealt to threads by position
     // Incremental verification: before Z3, try to derive each candidate from
     // the rules proven so far (candidates in increasing size, in chunks).
     bool derive = true;
