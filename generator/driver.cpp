@@ -250,6 +250,15 @@ run_result run(const run_config& c) {
         // earlier chunk (deterministic whatever the thread count).
         const std::size_t chunk = std::max<std::size_t>(1, c.derive_chunk);
         std::size_t chunk_end = 0;
+        // Each chunk runs in two passes. Pass 1 (candidates handed out
+        // dynamically): derivation and settling, no Z3. Pass 2: Z3 on the
+        // rest. With a reused solver (--reuse-solver) a verdict may depend on
+        // the queries the solver answered before, so pass 2 hands out its
+        // queries by position (query j to thread j mod threads): for a given
+        // thread count the verdicts, hence the rules, are reproducible.
+        std::vector<std::size_t> pending;  // pass 2's candidates, in order
+        std::atomic<std::size_t> next_query{0};
+        int pass = 1;
         std::exception_ptr failure;
         std::atomic<bool> failed{false};
         std::mutex cm;
@@ -259,12 +268,26 @@ run_result run(const run_config& c) {
         {
             std::vector<std::jthread> ts;
             for (unsigned t = 0; t < nt; ++t)
-                ts.emplace_back([&] {
+                ts.emplace_back([&, t] {
                     try {
                         verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
                         v.limit_instances(c.max_instances);
                         v.use_mbqi(c.mbqi);
+                        v.reuse_solver(c.reuse_solver);
                         std::size_t seen_gen = 0;
+                        auto query = [&](std::size_t i) {
+                            const auto& p = fw_ok[i] ? fws[i] : bws[i];
+                            candidate cand{p.src, p.dst, p.src_out, p.dst_out};
+                            auto res = v.prove(cand);
+                            status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
+                            details[i] = res.detail;
+                            secs[i] = res.seconds;
+                            used[i] = res.rlimit_used;
+                            inst[i] = res.instances;
+                            mem[i] = res.memory_mb;
+                            (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
+                            done.fetch_add(1);
+                        };
                         for (;;) {
                             {
                                 std::unique_lock lk(cm);
@@ -272,33 +295,36 @@ run_result run(const run_config& c) {
                                 if (stop) return;
                                 seen_gen = generation;
                             }
-                            for (std::size_t k; (k = next.fetch_add(1)) < chunk_end; done.fetch_add(1)) {
-                                if (over_budget() || failed) continue;  // stays "not verified"
-                                std::size_t i = order[k];
-                                if (c.derive && base.derivable(ps[i])) {
-                                    status[i] = 4;
-                                    details[i] = "derived: joinable with proven rules";
-                                    n_derived.fetch_add(1, std::memory_order_relaxed);
-                                    continue;
-                                }
-                                if (c.settle_opaque) {
-                                    if (auto why = opaque_constants_refute(ps[i], c.o); !why.empty()) {
-                                        status[i] = 5;
-                                        details[i] = why;
-                                        n_to.fetch_add(1, std::memory_order_relaxed);
+                            if (pass == 1) {
+                                for (std::size_t k; (k = next.fetch_add(1)) < chunk_end;) {
+                                    std::size_t i = order[k];
+                                    if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
+                                    if (c.derive && base.derivable(ps[i])) {
+                                        status[i] = 4;
+                                        details[i] = "derived: joinable with proven rules";
+                                        n_derived.fetch_add(1, std::memory_order_relaxed);
+                                        done.fetch_add(1);
                                         continue;
                                     }
+                                    if (c.settle_opaque) {
+                                        if (auto why = opaque_constants_refute(ps[i], c.o); !why.empty()) {
+                                            status[i] = 5;
+                                            details[i] = why;
+                                            n_to.fetch_add(1, std::memory_order_relaxed);
+                                            done.fetch_add(1);
+                                            continue;
+                                        }
+                                    }
+                                    status[i] = 6;  // to Z3 in pass 2
                                 }
-                                const auto& p = fw_ok[i] ? fws[i] : bws[i];
-                                candidate cand{p.src, p.dst, p.src_out, p.dst_out};
-                                auto res = v.prove(cand);
-                                status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
-                                details[i] = res.detail;
-                                secs[i] = res.seconds;
-                                used[i] = res.rlimit_used;
-                                inst[i] = res.instances;
-                                mem[i] = res.memory_mb;
-                                (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
+                            } else if (c.reuse_solver) {
+                                for (std::size_t j = t; j < pending.size(); j += nt)
+                                    if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
+                                    else query(pending[j]);
+                            } else {
+                                for (std::size_t j; (j = next_query.fetch_add(1)) < pending.size();)
+                                    if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
+                                    else query(pending[j]);
                             }
                             std::lock_guard lk(cm);
                             if (--active == 0) cv_done.notify_all();
@@ -308,6 +334,7 @@ run_result run(const run_config& c) {
                         if (!failure) failure = std::current_exception();
                         failed = true;
                         next = ps.size();
+                        next_query = ps.size();
                         if (active > 0 && --active == 0) cv_done.notify_all();
                     }
                 });
@@ -316,24 +343,31 @@ run_result run(const run_config& c) {
                                " proven by Z3, " + std::to_string(n_to.load()) + " not)",
                            done.load(), ps.size());
             };
-            for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
+            auto run_pass = [&](int which) {
                 {
                     std::lock_guard lk(cm);
-                    chunk_end = std::min(ps.size(), b + chunk);
-                    next = b;
+                    pass = which;
                     active = nt;
                     ++generation;
                 }
                 cv_work.notify_all();
-                {
-                    std::unique_lock lk(cm);
-                    while (active > 0 && !failed) {
-                        cv_done.wait_for(lk, std::chrono::milliseconds(200));
-                        lk.unlock();
-                        progress();
-                        lk.lock();
-                    }
+                std::unique_lock lk(cm);
+                while (active > 0 && !failed) {
+                    cv_done.wait_for(lk, std::chrono::milliseconds(200));
+                    lk.unlock();
+                    progress();
+                    lk.lock();
                 }
+            };
+            for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
+                chunk_end = std::min(ps.size(), b + chunk);
+                next = b;
+                run_pass(1);
+                pending.clear();
+                for (std::size_t k = b; k < chunk_end; ++k)
+                    if (status[order[k]] == 6) pending.push_back(order[k]);
+                next_query = 0;
+                if (!pending.empty() && !failed) run_pass(2);
                 // The chunk's Z3-proven rules join the base, in order.
                 if (c.derive)
                     for (std::size_t k = b; k < chunk_end; ++k) {

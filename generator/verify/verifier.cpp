@@ -102,6 +102,8 @@ struct verifier::impl {
     unsigned queries = 0;
     std::vector<spec::axiom> source;  // re-encoded for a fresh context (rlimit mode)
     bool with_shape_facts = false;
+    bool reuse = false;                // reuse_solver: queries in push/pop scopes of `shared`
+    std::optional<z3::solver> shared;  // the axioms asserted once
 
     void encode_axioms() {
         for (const auto& a : source) axioms.push_back(axiom_formula(a));
@@ -320,7 +322,34 @@ struct verifier::impl {
 
     verify_result run(const z3::expr& goal_negation, const z3::expr& assumptions) {
         auto t0 = std::chrono::steady_clock::now();
-        z3::solver s(ctx);
+        if (reuse && !shared) {
+            shared.emplace(ctx);
+            configure(*shared);
+            for (auto& ax : axioms) shared->add(ax);
+        }
+        std::optional<z3::solver> own;
+        if (!reuse) {
+            own.emplace(ctx);
+            configure(*own);
+            for (auto& ax : axioms) own->add(ax);
+        }
+        z3::solver& s = reuse ? *shared : *own;
+        struct scope {
+            z3::solver* s;
+            ~scope() { if (s) s->pop(); }
+        } sc{reuse ? &s : nullptr};
+        if (reuse) s.push();
+        s.add(assumptions);
+        s.add(goal_negation);
+        std::uint64_t r0 = rlimit_count(s);
+        z3::check_result r = s.check();
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::uint64_t used = rlimit_count(s) - r0;
+        last_instances = stat(s, "quant instantiations");
+        last_memory_mb = stat(s, "max memory");
+        return classify(s, r, secs, used);
+    }
+    void configure(z3::solver& s) {
         z3::params p(ctx);
         p.set("timeout", timeout_ms);
         if (rlimit > 0) p.set("rlimit", rlimit);
@@ -331,15 +360,8 @@ struct verifier::impl {
         if (max_instances > 0) p.set("qi.max_instances", max_instances);
         if (!mbqi) p.set("mbqi", false);
         s.set(p);
-        for (auto& ax : axioms) s.add(ax);
-        s.add(assumptions);
-        s.add(goal_negation);
-        std::uint64_t r0 = rlimit_count(s);
-        z3::check_result r = s.check();
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::uint64_t used = rlimit_count(s) - r0;
-        last_instances = stat(s, "quant instantiations");
-        last_memory_mb = stat(s, "max memory");
+    }
+    verify_result classify(z3::solver& s, z3::check_result r, double secs, std::uint64_t used) {
         if (r == z3::unsat) return {verdict::proven, secs, "unsat: follows from the axioms", used, last_instances, last_memory_mb};
         if (r == z3::sat)
             return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ", used, last_instances, last_memory_mb};
@@ -377,7 +399,7 @@ verifier::verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, uns
 verifier::impl& verifier::fresh() {
     // Under an rlimit every query starts from the same Z3 state, so its
     // outcome depends on the query alone, not on the thread's earlier queries.
-    if (p_->rlimit > 0 && p_->queries > 0) {
+    if (p_->rlimit > 0 && p_->queries > 0 && !p_->reuse) {
         auto n = std::make_unique<impl>(p_->timeout_ms, p_->rlimit);
         n->source = std::move(p_->source);
         n->with_shape_facts = p_->with_shape_facts;
@@ -395,6 +417,7 @@ verifier& verifier::operator=(verifier&&) noexcept = default;
 std::size_t verifier::axiom_count() const { return p_->axioms.size(); }
 void verifier::limit_instances(unsigned n) { p_->max_instances = n; }
 void verifier::use_mbqi(bool on) { p_->mbqi = on; }
+void verifier::reuse_solver(bool on) { p_->reuse = on; }
 
 verify_result verifier::prove(const candidate& c) {
     if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())

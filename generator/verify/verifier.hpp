@@ -40,7 +40,7 @@ public:
     // rlimit > 0: each query is also bounded by Z3's deterministic resource
     // count, so the set of proven rules does not depend on machine load;
     // timeout_ms then only backstops a query that runs away. Each query then
-    // also runs in a fresh Z3 context: a context shared with earlier queries
+    // also runs in a fresh Z3 context (unless reuse_solver): a context shared with earlier queries
     // (which differ with the thread a candidate lands on) changes term ids
     // and hence the search, and with it the resources a proof needs.
     // shape_facts: also assert what the shape rules say about `dim` of each
@@ -66,6 +66,13 @@ public:
     // Model-based quantifier instantiation (Z3's default: on). Off, a query
     // Z3 cannot refute by E-matching ends as soon as E-matching saturates.
     void use_mbqi(bool on);
+    // One solver for all queries, the axioms asserted once and each query in
+    // its own push/pop scope. Z3 preprocesses the axioms once instead of per
+    // query (under an rlimit about 42k of its resources and 8 ms, the whole
+    // cost of most proofs). Sound either way, but a verdict near the rlimit
+    // may then depend on the queries the solver answered before: the same
+    // sequence of queries gives the same verdicts.
+    void reuse_solver(bool on);
 
 private:
     struct impl;

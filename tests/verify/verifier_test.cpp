@@ -94,3 +94,34 @@ TEST_CASE("verifier: malformed candidates are rejected, not proven") {
     gen::candidate c;  // no outputs
     CHECK(v.prove(c).v == gen::verdict::unproven);
 }
+
+TEST_CASE("verifier: a reused solver proves and rejects as a fresh one does, reproducibly") {
+    constexpr equation good = matmul(none, transpose(t10, matmul(none, x, y)), z) ==
+                              matmul(none, matmul(none, transpose(t10, y), transpose(t10, x)), z);
+    constexpr equation bad = conv2d(one, one, same, relu_act, ewadd(x, y), z) ==
+                             ewadd(conv2d(one, one, same, relu_act, x, z), conv2d(one, one, same, relu_act, y, z));
+    constexpr equation fig2 = conv2d(p0, p1, p2, p3, x, concat(ax0, y, z)) ==
+                              concat(ax1, conv2d(p0, p1, p2, p3, x, y), conv2d(p0, p1, p2, p3, x, z));
+    auto sequence = [&] {
+        gen::verifier v = limited(all_axioms);
+        v.reuse_solver(true);
+        std::vector<std::pair<gen::verdict, std::uint64_t>> out;
+        // A query after a failed one sees none of its assertions (popped).
+        for (const equation* eq : {&good, &bad, &fig2, &bad, &good}) {
+            auto r = prove(v, *eq);
+            out.emplace_back(r.v, r.rlimit_used);
+        }
+        return out;
+    };
+    auto first = sequence();
+    CHECK(first[0].first == gen::verdict::proven);
+    CHECK(first[1].first != gen::verdict::proven);
+    CHECK(first[2].first == gen::verdict::proven);
+    CHECK(first[3].first != gen::verdict::proven);
+    CHECK(first[4].first == gen::verdict::proven);
+    // The axioms are preprocessed once: a repeated proof costs less than a
+    // fresh solver's.
+    gen::verifier fresh = limited(all_axioms);
+    CHECK(first[4].second < prove(fresh, good).rlimit_used);
+    CHECK(sequence() == first);
+}
