@@ -92,6 +92,12 @@ private:
     int last_pct_ = -1;
 };
 
+std::string seconds_text(double s) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", s);
+    return b;
+}
+
 std::string json_escape(std::string_view s) {
     std::string o;
     for (char c : s) {
@@ -145,14 +151,15 @@ std::string run_result::summary_text() const {
           << " not attempted (budget); slowest proof " << max_proof_seconds << " s, " << near_limit
           << " proofs over half the limit; most Z3 resources of a proof " << max_proof_rlimit
           << (wall_guard_hits ? ", " + std::to_string(wall_guard_hits) + " queries ended by the wall-clock guard" : std::string())
-          << "\n";
+          << "\n"
+          << "thread time: derivation " << seconds_text(derive_seconds) << " s (" << seconds_text(derive_failed_seconds)
+          << " s on candidates then sent to Z3 or settled), Z3 " << seconds_text(z3_proof_seconds) << " s proving, "
+          << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
     s << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
       << "candidates not proven (listed, never emitted): " << not_proven.size() << "\n";
-    for (auto& p : phases)
-        s << "phase " << p.name << ": " << std::to_string(p.seconds).substr(0, std::to_string(p.seconds).find('.') + 3)
-          << " s, peak " << p.peak_kib / 1024 << " MiB\n";
+    for (auto& p : phases) s << "phase " << p.name << ": " << seconds_text(p.seconds) << " s, peak " << p.peak_kib / 1024 << " MiB\n";
     return s.str();
 }
 
@@ -174,6 +181,8 @@ std::string run_result::summary_json() const {
       << "  \"proofs_near_limit\": " << near_limit << ",\n"
       << "  \"max_proof_rlimit\": " << max_proof_rlimit << ",\n"
       << "  \"wall_guard_hits\": " << wall_guard_hits << ",\n"
+      << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
+      << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
     for (std::size_t i = 0; i < phases.size(); ++i)
         s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
@@ -237,7 +246,7 @@ run_result run(const run_config& c) {
         });
         std::atomic<std::size_t> next{0}, done{0};
         std::atomic<std::uint64_t> n_proven{0}, n_to{0}, n_derived{0};
-        std::vector<double> secs(ps.size(), 0);
+        std::vector<double> secs(ps.size(), 0), dsecs(ps.size(), 0);
         std::vector<std::uint64_t> used(ps.size(), 0), inst(ps.size(), 0), mem(ps.size(), 0);
         auto t0 = std::chrono::steady_clock::now();
         auto over_budget = [&] {
@@ -299,7 +308,13 @@ run_result run(const run_config& c) {
                                 for (std::size_t k; (k = next.fetch_add(1)) < chunk_end;) {
                                     std::size_t i = order[k];
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
-                                    if (c.derive && base.derivable(ps[i])) {
+                                    bool derived = false;
+                                    if (c.derive) {
+                                        auto d0 = std::chrono::steady_clock::now();
+                                        derived = base.derivable(ps[i]);
+                                        dsecs[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+                                    }
+                                    if (derived) {
                                         status[i] = 4;
                                         details[i] = "derived: joinable with proven rules";
                                         n_derived.fetch_add(1, std::memory_order_relaxed);
@@ -385,6 +400,9 @@ run_result run(const run_config& c) {
         if (failure) std::rethrow_exception(failure);
         for (std::size_t i = 0; i < ps.size(); ++i) {
             auto s = status[i];
+            r.derive_seconds += dsecs[i];
+            if (s != 4) r.derive_failed_seconds += dsecs[i];
+            if (s <= 2) (s == 0 ? r.z3_proof_seconds : r.z3_other_seconds) += secs[i];
             if (s == 4) { ++r.derived; continue; }
             if (s == 5) { ++r.unproven; ++r.settled; continue; }
             (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;

@@ -343,6 +343,9 @@ struct run_result {
     // Queries ended by the wall clock although an rlimit was set: their
     // verdict depends on machine load (the rlimit should end every query).
     std::uint64_t wall_guard_hits = 0;
+    // Thread time of the verification's parts: where a run's time goes.
+    double derive_seconds = 0, derive_failed_seconds = 0;  // all derivation attempts; those that failed
+    double z3_proof_seconds = 0, z3_other_seconds = 0;     // Z3 queries that proved; the rest
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

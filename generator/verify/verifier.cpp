@@ -341,11 +341,13 @@ struct verifier::impl {
         if (reuse) s.push();
         s.add(assumptions);
         s.add(goal_negation);
-        std::uint64_t r0 = rlimit_count(s);
+        // Counters are the solver's totals (a reused one's over all its
+        // queries): the query's share is the difference.
+        std::uint64_t r0 = rlimit_count(s), i0 = reuse ? stat(s, "quant instantiations") : 0;
         z3::check_result r = s.check();
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::uint64_t used = rlimit_count(s) - r0;
-        last_instances = stat(s, "quant instantiations");
+        last_instances = stat(s, "quant instantiations") - i0;
         last_memory_mb = stat(s, "max memory");
         return classify(s, r, secs, used);
     }
@@ -366,12 +368,12 @@ struct verifier::impl {
         if (r == z3::sat)
             return {verdict::unproven, secs, "sat: the axioms admit a model where the outputs differ", used, last_instances, last_memory_mb};
         std::string why = s.reason_unknown();
-        bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
-                  why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms ||
-                  (max_instances > 0 && last_instances >= max_instances);
         // Which limit ended the query: with an rlimit the answer is reproducible
-        // only when the rlimit did (the wall clock is the hang guard).
+        // only when the rlimit did (the wall clock is the hang guard). Inside
+        // a push scope Z3 gives "unknown" as the reason when the rlimit ends it.
         bool hit_rlimit = (rlimit > 0 && used >= rlimit) || (max_instances > 0 && last_instances >= max_instances);
+        bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
+                  why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms || hit_rlimit;
         return {to ? verdict::timeout : verdict::unproven, secs,
                 "unknown: " + why + (hit_rlimit ? " (rlimit)" : to && rlimit > 0 ? " (wall-clock guard)" : ""), used,
                 last_instances, last_memory_mb};
