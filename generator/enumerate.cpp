@@ -694,6 +694,7 @@ struct state {
 struct worker {
     state st;
     std::vector<gop>* pool;
+    std::vector<std::uint64_t>* hash_pool;
     std::vector<graph_rec>* recs;
     std::uint8_t pool_id;
     std::uint64_t nodes = 0;
@@ -710,6 +711,9 @@ struct worker {
         r.nops = static_cast<std::uint8_t>(st.ops.size());
         r.pool = pool_id;
         pool->insert(pool->end(), st.ops.begin(), st.ops.end());
+        if (hash_pool->size() + st.vh.size() > 0xffffffffull) throw error("generator: hash pool exceeds 2^32 tensors");
+        r.hoff = static_cast<std::uint32_t>(hash_pool->size());
+        hash_pool->insert(hash_pool->end(), st.vh.begin() + st.I, st.vh.end());
         recs->push_back(r);
         graph_counter->fetch_add(1, std::memory_order_relaxed);
     }
@@ -735,6 +739,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
     nt = std::min(nt, 64u);
     enumeration e;
     e.pools.resize(nt + 1);
+    e.hash_pools.resize(nt + 1);
     std::vector<std::vector<graph_rec>> recs(nt + 1);
     // Trivial graphs: one or more inputs as the outputs (targets of rules
     // such as split(concat(x, y)) => x, y).
@@ -754,6 +759,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
         recs[nt].push_back(r);
     }
     state root(o);
+    e.input_hashes = root.vh;
     std::vector<choice> top;
     root.candidates(top);
     std::atomic<std::size_t> next{0}, done{0};
@@ -762,7 +768,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
     std::mutex fail_m;
     auto run = [&](unsigned id) {
         try {
-            worker w{state(o), &e.pools[id], &recs[id], static_cast<std::uint8_t>(id), 0, &graphs};
+            worker w{state(o), &e.pools[id], &e.hash_pools[id], &recs[id], static_cast<std::uint8_t>(id), 0, &graphs};
             for (std::size_t i; (i = next.fetch_add(1)) < top.size();) {
                 if (w.st.push(top[i])) {
                     w.record();
@@ -824,7 +830,9 @@ std::vector<tensor<T>> eval_all(const mgraph& g, std::span<const tensor<T>> inpu
 std::vector<tensor<float>> eval_float(const mgraph& g, std::span<const tensor<float>> inputs) { return eval_all<float>(g, inputs); }
 std::vector<tensor<modp>> eval_modp(const mgraph& g, std::span<const tensor<modp>> inputs) { return eval_all<modp>(g, inputs); }
 
-mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o) {
+namespace {
+// Everything of a graph but its value hashes.
+mgraph build_structure(std::span<const gop> ops, std::uint16_t trivial, const options& o) {
     mgraph g;
     g.num_inputs = static_cast<int>(o.inputs.size());
     g.ops.assign(ops.begin(), ops.end());
@@ -862,6 +870,12 @@ mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const option
     } else
         for (int t = g.num_inputs; t < static_cast<int>(g.shapes.size()); ++t)
             if (g.uses[t] == 0) g.outputs.push_back(t);
+    return g;
+}
+}  // namespace
+
+mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o) {
+    mgraph g = build_structure(ops, trivial, o);
     auto vals = eval_modp(g, fingerprint_inputs(o));
     for (auto& v : vals) g.hash.push_back(tensor_hash(v));
     if (o.two_shapes) {
@@ -894,7 +908,11 @@ mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const option
 mgraph materialize(const enumeration& e, const graph_rec& r, const options& o) {
     std::span<const gop> ops;
     if (r.nops) ops = std::span<const gop>(e.pools[r.pool].data() + r.off, r.nops);
-    return materialize(ops, r.trivial, o);
+    mgraph g = build_structure(ops, r.trivial, o);
+    g.hash = e.input_hashes;
+    const auto& hp = e.hash_pools[r.pool];
+    g.hash.insert(g.hash.end(), hp.begin() + r.hoff, hp.begin() + r.hoff + (g.shapes.size() - g.hash.size()));
+    return g;
 }
 
 std::uint64_t structural_key(const mgraph& g, std::span<const int> rename) {

@@ -77,6 +77,7 @@ std::uint16_t intern_params(const spec::op_params& p);
 struct graph_rec {
     std::uint64_t fp = 0;
     std::uint32_t off = 0;      // into the owning pool
+    std::uint32_t hoff = 0;     // into the owning pool's value hashes (one per operator output)
     std::uint8_t nops = 0;
     std::uint8_t pool = 0;      // which thread's pool
     std::uint16_t trivial = 0;  // nops == 0: bitmask of inputs that are the outputs
@@ -134,6 +135,11 @@ struct mgraph {
 
 struct enumeration {
     std::vector<std::vector<gop>> pools;  // one per thread
+    // Per pool, the value hashes of each record's operator outputs as the
+    // enumeration computed them: materializing a record does not evaluate
+    // its graph again.
+    std::vector<std::vector<std::uint64_t>> hash_pools;
+    std::vector<std::uint64_t> input_hashes;
     std::vector<graph_rec> graphs;
     std::uint64_t dfs_nodes = 0;
 };
@@ -144,8 +150,10 @@ using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total, 
 // fingerprinting, in parallel over the first-level choices.
 enumeration enumerate(const options& o, const progress_fn& progress = {});
 
-// Rebuilds a record (modp hashes from the fingerprint input set).
+// Rebuilds a record (modp hashes as the enumeration computed them).
 mgraph materialize(const enumeration& e, const graph_rec& g, const options& o);
+// Builds a graph from its operators (modp hashes by evaluating it on the
+// fingerprint input set).
 mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o);
 
 // Fixed random inputs shared by enumeration and materialization (`second`:

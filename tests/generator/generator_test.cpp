@@ -79,6 +79,29 @@ TEST_CASE("fingerprint does not depend on the order of the outputs") {
     CHECK(structural_key(g1) == structural_key(g2));
 }
 
+TEST_CASE("a record materializes with the value hashes its graph evaluates to") {
+    options o;
+    o.ops = {op_kind::conv2d, op_kind::split, op_kind::concat, op_kind::matmul, op_kind::ewadd, op_kind::iconv};
+    o.max_ops = 2;
+    o.threads = 2;
+    auto e = enumerate(o);
+    REQUIRE(e.graphs.size() > 1000);
+    std::size_t checked = 0;
+    for (std::size_t i = 0; i < e.graphs.size(); i += 7) {
+        const auto& r = e.graphs[i];
+        auto stored = materialize(e, r, o);
+        std::span<const gop> ops;
+        if (r.nops) ops = std::span<const gop>(e.pools[r.pool].data() + r.off, r.nops);
+        auto evaluated = materialize(ops, r.trivial, o);
+        REQUIRE(stored.hash == evaluated.hash);
+        std::vector<std::uint64_t> outs;
+        for (int t : stored.outputs) outs.push_back(stored.hash[static_cast<std::size_t>(t)]);
+        CHECK(fingerprint(outs) == r.fp);
+        ++checked;
+    }
+    CHECK(checked > 100);
+}
+
 TEST_CASE("Figure 4: redundant pairs are recognised") {
     options o;
     const int x = 0, y = 1;
