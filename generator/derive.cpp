@@ -130,9 +130,12 @@ bool may_match(const graph& g, const rewrite::graph_index& ix, const rewrite::ru
 struct expander {
     const std::vector<rule_base::group>& groups;
     std::size_t max_frontier;
-    // One rewrite from every graph of the frontier; new graphs (by structural hash) join `seen`.
-    std::vector<graph> step(const std::vector<graph>& frontier, std::unordered_set<std::uint64_t>& seen) const {
-        std::vector<graph> next;
+    // One rewrite from every graph of the frontier; new graphs (by structural
+    // hash) join `seen`, the first max_frontier of them `next`. Returns true
+    // as soon as a new graph is one of `goal` (the other side's graphs).
+    bool step(const std::vector<graph>& frontier, std::unordered_set<std::uint64_t>& seen,
+              const std::unordered_set<std::uint64_t>& goal, std::vector<graph>& next) const {
+        next.clear();
         for (const graph& g : frontier) {
             std::uint64_t mask = 0;
             for (const node& n : g.nodes)
@@ -141,51 +144,52 @@ struct expander {
             for (const auto& gr : groups) {
                 if ((gr.ops_mask & ~mask) != 0) continue;
                 for (const auto* sp : gr.rules) {
-                const auto& s = *sp;
-                if (!may_match(g, ix, s.view)) continue;
-                for (const auto& m : rewrite::find_matches(ix, s.view)) {
-                    bool in_domain = true;
-                    for (std::size_t v = 0; v < s.domains.size() && in_domain; ++v) {
-                        if (s.domains[v].size() == 1 && s.domains[v][0] == -1) continue;
-                        if (v < m.param_bound.size() && m.param_bound[v])
-                            in_domain = std::binary_search(s.domains[v].begin(), s.domains[v].end(), m.params[v]);
+                    const auto& s = *sp;
+                    if (!may_match(g, ix, s.view)) continue;
+                    for (const auto& m : rewrite::find_matches(ix, s.view)) {
+                        if (!in_domains(s, m)) continue;
+                        auto ng = rewrite::apply(ix, s.view, m);
+                        if (!ng) continue;
+                        auto h = ng->structural_hash();
+                        if (!seen.insert(h).second) continue;
+                        if (goal.count(h)) return true;
+                        if (next.size() < max_frontier) next.push_back(std::move(*ng));
                     }
-                    if (!in_domain) continue;
-                    if (auto ng = rewrite::apply(ix, s.view, m))
-                        if (seen.insert(ng->structural_hash()).second && next.size() < max_frontier) next.push_back(std::move(*ng));
-                }
                 }
             }
         }
-        return next;
+        return false;
+    }
+    // The match binds the rule's parameter variables to values it was proven for.
+    static bool in_domains(const rule_base::stored& s, const rewrite::match& m) {
+        for (std::size_t v = 0; v < s.domains.size(); ++v) {
+            if (s.domains[v].size() == 1 && s.domains[v][0] == -1) continue;
+            if (v < m.param_bound.size() && m.param_bound[v] &&
+                !std::binary_search(s.domains[v].begin(), s.domains[v].end(), m.params[v]))
+                return false;
+        }
+        return true;
     }
 };
 
-bool intersects(const std::unordered_set<std::uint64_t>& a, const std::unordered_set<std::uint64_t>& b) {
-    const auto& small = a.size() < b.size() ? a : b;
-    const auto& big = a.size() < b.size() ? b : a;
-    for (auto h : small)
-        if (big.count(h)) return true;
-    return false;
-}
 }  // namespace
 
 bool rule_base::joinable(const graph& a, const graph& b) const {
     std::unordered_set<std::uint64_t> sa{a.structural_hash()}, sb{b.structural_hash()};
-    if (intersects(sa, sb)) return true;
+    if (sa == sb) return true;
     if (rules_.empty()) return false;
     expander ex{groups_, max_frontier_};
-    std::vector<graph> fa{a}, fb{b};
+    std::vector<graph> fa{a}, fb{b}, next;
     // Deepen the two sides in turn: a rule stating the pair directly joins
     // after one step.
     for (int d = 0; d < depth_; ++d) {
         if (!fa.empty()) {
-            fa = ex.step(fa, sa);
-            if (intersects(sa, sb)) return true;
+            if (ex.step(fa, sa, sb, next)) return true;
+            fa.swap(next);
         }
         if (!fb.empty()) {
-            fb = ex.step(fb, sb);
-            if (intersects(sa, sb)) return true;
+            if (ex.step(fb, sb, sa, next)) return true;
+            fb.swap(next);
         }
         if (fa.empty() && fb.empty()) break;
     }
