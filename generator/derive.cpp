@@ -59,6 +59,28 @@ rule_base::~rule_base() = default;
 
 namespace {
 std::uint64_t kind_bit(spec::op_kind k) { return std::uint64_t{1} << (static_cast<unsigned>(k) % 64); }
+
+rule_base::anchor anchor_of(const rewrite::rule& r) {
+    const spec::pattern_node& root = r.src.back();
+    const auto& d = spec::decl(root.op);
+    rule_base::anchor a;
+    a.op = root.op;
+    a.num_inputs = root.num_inputs;
+    for (int k = 0; k < d.num_params; ++k) {
+        const auto& t = root.params[static_cast<std::size_t>(k)];
+        if (t.k != spec::param_term::kind::constant) continue;
+        // split's point 0 in a pattern matches any point (rewrite/match).
+        if (root.op == spec::op_kind::split && k == spec::split_p::at && t.value == 0) continue;
+        a.constant_slots |= 1u << k;
+        a.constants[k] = t.value;
+    }
+    for (int k = 0; k < root.num_inputs; ++k) {
+        const auto& in = root.inputs[static_cast<std::size_t>(k)];
+        a.input_kind[static_cast<std::size_t>(k)] = in.is_var ? -1 : static_cast<int>(r.src[static_cast<std::size_t>(in.index)].op);
+        a.input_output[static_cast<std::size_t>(k)] = in.is_var ? 0 : in.output;
+    }
+    return a;
+}
 }  // namespace
 
 void rule_base::add(const io::listed_rule& r) {
@@ -90,7 +112,11 @@ void rule_base::add(const io::listed_rule& r) {
         if (!seen[v]) s->domains[v] = {-1};  // marker: unconstrained
     auto [it, fresh] = group_of_mask_.try_emplace(s->ops_mask, groups_.size());
     if (fresh) groups_.push_back({s->ops_mask, {}});
-    groups_[it->second].rules.push_back(s.get());
+    auto a = anchor_of(s->view);
+    auto& in = groups_[it->second].by_anchor;
+    auto b = std::find_if(in.begin(), in.end(), [&](const anchored& x) { return x.a == a; });
+    if (b == in.end()) b = in.insert(in.end(), anchored{a, {}});
+    b->rules.push_back(s.get());
     rules_.push_back(std::move(s));
 }
 
@@ -102,25 +128,19 @@ namespace {
 // node of the graph has the kind, arity and constant parameters of the
 // source's last pattern node (where matching anchors), and its inputs at the
 // pattern's operator slots come from operators of the right kinds.
-bool may_match(const graph& g, const rewrite::graph_index& ix, const rewrite::rule& r) {
-    const spec::pattern_node& root = r.src.back();
-    const auto& d = spec::decl(root.op);
-    for (std::int32_t n : ix.of_kind(root.op)) {
+bool may_match(const graph& g, const rewrite::graph_index& ix, const rule_base::anchor& a) {
+    for (std::int32_t n : ix.of_kind(a.op)) {
         const node& gn = g.nodes[static_cast<std::size_t>(n)];
-        if (gn.inputs.size() != root.num_inputs) continue;
+        if (gn.inputs.size() != static_cast<std::size_t>(a.num_inputs)) continue;
         bool ok = true;
-        for (int k = 0; k < d.num_params && ok; ++k) {
-            const auto& t = root.params[static_cast<std::size_t>(k)];
-            if (t.k != spec::param_term::kind::constant) continue;
-            if (root.op == spec::op_kind::split && k == spec::split_p::at && t.value == 0) continue;
-            ok = gn.params[k] == t.value;
-        }
-        for (int k = 0; k < root.num_inputs && ok; ++k) {
-            const auto& in = root.inputs[static_cast<std::size_t>(k)];
-            if (in.is_var) continue;
+        for (int k = 0; k < spec::max_params && ok; ++k)
+            if (a.constant_slots >> k & 1) ok = gn.params[k] == a.constants[k];
+        for (int k = 0; k < a.num_inputs && ok; ++k) {
+            if (a.input_kind[static_cast<std::size_t>(k)] < 0) continue;
             value v = gn.inputs[static_cast<std::size_t>(k)];
             const node& src = g.nodes[static_cast<std::size_t>(v.node)];
-            ok = src.kind == node_kind::op && src.op == r.src[static_cast<std::size_t>(in.index)].op && v.output == in.output;
+            ok = src.kind == node_kind::op && static_cast<int>(src.op) == a.input_kind[static_cast<std::size_t>(k)] &&
+                 v.output == a.input_output[static_cast<std::size_t>(k)];
         }
         if (ok) return true;
     }
@@ -143,17 +163,19 @@ struct expander {
             rewrite::graph_index ix(g);
             for (const auto& gr : groups) {
                 if ((gr.ops_mask & ~mask) != 0) continue;
-                for (const auto* sp : gr.rules) {
-                    const auto& s = *sp;
-                    if (!may_match(g, ix, s.view)) continue;
-                    for (const auto& m : rewrite::find_matches(ix, s.view)) {
-                        if (!in_domains(s, m)) continue;
-                        auto ng = rewrite::apply(ix, s.view, m);
-                        if (!ng) continue;
-                        auto h = ng->structural_hash();
-                        if (!seen.insert(h).second) continue;
-                        if (goal.count(h)) return true;
-                        if (next.size() < max_frontier) next.push_back(std::move(*ng));
+                for (const auto& an : gr.by_anchor) {
+                    if (!may_match(g, ix, an.a)) continue;
+                    for (const auto* sp : an.rules) {
+                        const auto& s = *sp;
+                        for (const auto& m : rewrite::find_matches(ix, s.view)) {
+                            if (!in_domains(s, m)) continue;
+                            auto ng = rewrite::apply(ix, s.view, m);
+                            if (!ng) continue;
+                            auto h = ng->structural_hash();
+                            if (!seen.insert(h).second) continue;
+                            if (goal.count(h)) return true;
+                            if (next.size() < max_frontier) next.push_back(std::move(*ng));
+                        }
                     }
                 }
             }

@@ -251,9 +251,25 @@ public:
     // Rules grouped by the set of operator kinds their source needs (a few
     // hundred sets for thousands of rules): a graph is tried only against
     // the groups its own kinds cover, without touching the other rules.
+    // Within a group, rules whose sources end in the same anchor (the node
+    // matching starts from: kind, arity, constant parameters, kinds of its
+    // operator inputs) share one quick check against the graph.
+    struct anchor {
+        spec::op_kind op{};
+        int num_inputs = 0;
+        std::uint32_t constant_slots = 0;  // parameter slots that must equal `constants`
+        spec::op_params constants{};
+        std::array<int, spec::max_inputs> input_kind{};    // -1: a tensor variable
+        std::array<int, spec::max_inputs> input_output{};  // which output of that operator
+        bool operator==(const anchor&) const = default;
+    };
+    struct anchored {
+        anchor a;
+        std::vector<const stored*> rules;
+    };
     struct group {
         std::uint64_t ops_mask;
-        std::vector<const stored*> rules;
+        std::vector<anchored> by_anchor;
     };
 
 private:

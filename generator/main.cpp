@@ -36,6 +36,8 @@ const char* usage =
     "  --no-derive        send every candidate to Z3 (default: first try to derive it from the rules\n"
     "                     proven so far: its two sides joinable within --derive-depth rewrites each)\n"
     "  --derive-depth N   rewrites per side when deriving a candidate (0..4, default 2)\n"
+    "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
+    "                     default 16): larger balances the threads better, derives a little less\n"
     "  --emit-derived     also emit the derived rules (default: counted and listed in --summary only)\n"
     "  --no-settle        send candidates with constants no axiom reaches to Z3 too (default: settled\n"
     "                     as not provable when they differ with a random tensor in the constant's place)\n"
@@ -173,6 +175,7 @@ int main(int argc, char** argv) {
         else if (a == "--reuse-solver") c.reuse_solver = true;
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
+        else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));
         else if (a == "--emit-derived") c.emit_derived = true;
         else if (a == "--no-settle") c.settle_opaque = false;
         else if (a == "--quiet") c.quiet = true;
