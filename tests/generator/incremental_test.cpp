@@ -36,6 +36,20 @@ pair pair_of(std::vector<gop> a, std::vector<gop> b, const options& o) {
     return p;
 }
 
+// A verified run over two activations at N=2, far from Z3's limits.
+run_config verified_run(std::vector<op_kind> ops) {
+    run_config c;
+    c.o.ops = std::move(ops);
+    c.o.max_ops = 2;
+    c.o.inputs = acts().inputs;
+    c.o.threads = 2;
+    c.quiet = true;
+    c.timeout_ms = 5000;
+    c.rlimit = 1000000;
+    c.max_instances = 100000;
+    return c;
+}
+
 io::listed_rule rule(const std::string& line) { return io::parse_rule_line(line, "test"); }
 
 // x = 0, y = 1; tensor ids of operator outputs follow.
@@ -132,15 +146,7 @@ TEST_CASE("a constant no axiom reaches is settled before Z3 only when the pair f
 
 TEST_CASE("with incremental verification the derived and Z3-proven candidates are those Z3 proves alone") {
     if (!verifier_available()) return;
-    run_config c;
-    c.o.ops = {op_kind::ewadd, op_kind::ewmul};
-    c.o.max_ops = 2;
-    c.o.inputs = acts().inputs;
-    c.o.threads = 2;
-    c.quiet = true;
-    c.timeout_ms = 5000;
-    c.rlimit = 1000000;
-    c.max_instances = 100000;
+    auto c = verified_run({op_kind::ewadd, op_kind::ewmul});
     c.derive = false;
     auto all = run(c);
     c.derive = true;
@@ -163,15 +169,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
 
 TEST_CASE("a reused solver decides the candidates a fresh one does here, and reruns give the same rules") {
     if (!verifier_available()) return;
-    run_config c;
-    c.o.ops = {op_kind::ewadd, op_kind::ewmul, op_kind::transpose};
-    c.o.max_ops = 2;
-    c.o.inputs = acts().inputs;
-    c.o.threads = 2;
-    c.quiet = true;
-    c.timeout_ms = 5000;
-    c.rlimit = 1000000;
-    c.max_instances = 100000;
+    auto c = verified_run({op_kind::ewadd, op_kind::ewmul, op_kind::transpose});
     auto fresh = run(c);
     c.reuse_solver = true;
     auto reused = run(c), again = run(c);
