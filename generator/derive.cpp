@@ -197,8 +197,9 @@ struct expander {
 }  // namespace
 
 bool rule_base::joinable(const graph& a, const graph& b) const {
-    std::unordered_set<std::uint64_t> sa{a.structural_hash()}, sb{b.structural_hash()};
-    if (sa == sb) return true;
+    const auto ha = a.structural_hash(), hb = b.structural_hash();
+    if (ha == hb) return true;
+    std::unordered_set<std::uint64_t> sa{ha}, sb{hb};
     if (rules_.empty()) return false;
     expander ex{groups_, max_frontier_};
     std::vector<graph> fa{a}, fb{b}, next;

@@ -221,7 +221,8 @@ run_result run(const run_config& c) {
         bw_ok[i] = !o.dst->ops.empty() && (o.src->vars & ~o.dst->vars) == 0;
     }
 
-    // 0 proven, 1 unproven (sat / gave up), 2 timeout, 3 not verified (--no-verify, budget)
+    // 0 proven, 1 unproven (sat / gave up), 2 timeout, 3 not verified (--no-verify, budget),
+    // 4 derived, 5 settled before Z3, 6 waiting for Z3 (between a chunk's two passes)
     std::vector<int> status(ps.size(), 3);
     std::vector<std::string> details(ps.size());
     r.verified = c.verify && verifier_available();
@@ -332,12 +333,10 @@ run_result run(const run_config& c) {
                                     }
                                     status[i] = 6;  // to Z3 in pass 2
                                 }
-                            } else if (c.reuse_solver) {
-                                for (std::size_t j = t; j < pending.size(); j += nt)
-                                    if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
-                                    else query(pending[j]);
                             } else {
-                                for (std::size_t j; (j = next_query.fetch_add(1)) < pending.size();)
+                                // By position under --reuse-solver, else whichever thread is free.
+                                auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + nt : next_query.fetch_add(1); };
+                                for (std::size_t j = c.reuse_solver ? t : next_query.fetch_add(1); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
                                     else query(pending[j]);
                             }

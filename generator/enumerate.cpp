@@ -741,25 +741,23 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
     e.pools.resize(nt + 1);
     e.hash_pools.resize(nt + 1);
     std::vector<std::vector<graph_rec>> recs(nt + 1);
+    state root(o);
+    e.input_hashes = root.vh;
     // Trivial graphs: one or more inputs as the outputs (targets of rules
     // such as split(concat(x, y)) => x, y).
-    const auto& fi = fingerprint_inputs(o);
-    const auto& fi2 = fingerprint_inputs(o, true);
     int I = static_cast<int>(o.inputs.size());
     for (std::uint32_t m = 1; m < (1u << I); ++m) {
         int pc = std::popcount(m);
         if (pc > o.max_outputs) continue;
         std::vector<std::uint64_t> hs;
         for (int i = 0; i < I; ++i)
-            if (m >> i & 1) hs.push_back(o.two_shapes ? combine(tensor_hash(fi[i]), tensor_hash(fi2[i])) : tensor_hash(fi[i]));
+            if (m >> i & 1) hs.push_back(e.input_hashes[static_cast<std::size_t>(i)]);
         graph_rec r;
         r.fp = fingerprint(hs);
         r.trivial = static_cast<std::uint16_t>(m);
         r.pool = static_cast<std::uint8_t>(nt);
         recs[nt].push_back(r);
     }
-    state root(o);
-    e.input_hashes = root.vh;
     std::vector<choice> top;
     root.candidates(top);
     std::atomic<std::size_t> next{0}, done{0};

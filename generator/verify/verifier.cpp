@@ -322,18 +322,14 @@ struct verifier::impl {
 
     verify_result run(const z3::expr& goal_negation, const z3::expr& assumptions) {
         auto t0 = std::chrono::steady_clock::now();
-        if (reuse && !shared) {
-            shared.emplace(ctx);
-            configure(*shared);
-            for (auto& ax : axioms) shared->add(ax);
-        }
         std::optional<z3::solver> own;
-        if (!reuse) {
-            own.emplace(ctx);
-            configure(*own);
-            for (auto& ax : axioms) own->add(ax);
+        auto& slot = reuse ? shared : own;
+        if (!slot) {
+            slot.emplace(ctx);
+            configure(*slot);
+            for (auto& ax : axioms) slot->add(ax);
         }
-        z3::solver& s = reuse ? *shared : *own;
+        z3::solver& s = *slot;
         struct scope {
             z3::solver* s;
             ~scope() { if (s) s->pop(); }
@@ -343,7 +339,7 @@ struct verifier::impl {
         s.add(goal_negation);
         // Counters are the solver's totals (a reused one's over all its
         // queries): the query's share is the difference.
-        std::uint64_t r0 = rlimit_count(s), i0 = reuse ? stat(s, "quant instantiations") : 0;
+        std::uint64_t r0 = rlimit_count(s), i0 = stat(s, "quant instantiations");
         z3::check_result r = s.check();
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::uint64_t used = rlimit_count(s) - r0;

@@ -40,9 +40,10 @@ public:
     // rlimit > 0: each query is also bounded by Z3's deterministic resource
     // count, so the set of proven rules does not depend on machine load;
     // timeout_ms then only backstops a query that runs away. Each query then
-    // also runs in a fresh Z3 context (unless reuse_solver): a context shared with earlier queries
-    // (which differ with the thread a candidate lands on) changes term ids
-    // and hence the search, and with it the resources a proof needs.
+    // also runs in a fresh Z3 context (unless reuse_solver): a context shared
+    // with earlier queries (which differ with the thread a candidate lands
+    // on) changes term ids and hence the search, and with it the resources a
+    // proof needs.
     // shape_facts: also assert what the shape rules say about `dim` of each
     // operator's output (concat adds extents along its axis, element-wise
     // operators keep them, ...), which lemmas over constants need (the
