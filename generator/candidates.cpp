@@ -204,8 +204,9 @@ bool common_subgraph_at_outputs(const pair& p) {
 }
 
 std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
-                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress) {
-    st.graphs = e.graphs.size();
+                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress,
+                             std::unordered_set<std::uint64_t>* renamed_so_far) {
+    st.graphs = e.total_graphs;
     st.dfs_nodes = e.dfs_nodes;
     std::vector<std::uint32_t> idx(e.graphs.size());
     std::iota(idx.begin(), idx.end(), 0u);
@@ -220,7 +221,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         if (j - i > 1) buckets.emplace_back(i, j);
         i = j;
     }
-    st.buckets = buckets.size();
+    st.buckets += buckets.size();
 
     const auto renamings = input_renamings(o);
     // Float test inputs for confirmation.
@@ -369,25 +370,25 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
             }
     }
     if (failure) std::rethrow_exception(failure);
-    st.candidates = n_cand;
-    st.confirmed = n_conf;
-
-    st.after_decomposition = n_dec;
-    st.after_common_inputs = n_ci;
-    st.after_common_outputs = n_co;
+    st.candidates += n_cand;
+    st.confirmed += n_conf;
+    st.after_decomposition += n_dec;
+    st.after_common_inputs += n_ci;
+    st.after_common_outputs += n_co;
     // Renaming: global, in a deterministic order (buckets sorted by fingerprint).
     if (progress) progress("rename", 0, 1);
     std::vector<pair> ps;
-    std::unordered_set<std::uint64_t> renamed;
+    std::unordered_set<std::uint64_t> renamed_here;
+    auto& renamed = renamed_so_far ? *renamed_so_far : renamed_here;
     for (auto& b : per_bucket) {
         for (auto& k : b)
             if (renamed.insert(k.renaming).second)
                 ps.push_back(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
         std::vector<kept>().swap(b);
     }
-    st.after_renaming = ps.size();
+    st.after_renaming += ps.size();
     std::erase_if(ps, [](const pair& p) { return (p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars); });
-    st.with_direction = ps.size();
+    st.with_direction += ps.size();
     if (progress) progress("rename", 1, 1);
     return ps;
 }

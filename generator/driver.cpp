@@ -199,16 +199,35 @@ run_result run(const run_config& c) {
     r.spec_hash = spec_hash();
     reporter rep(c.quiet);
 
-    rep.begin("enumerate");
-    auto e = enumerate(c.o, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
-        rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t);
-    });
-    r.phases.push_back(rep.end(std::to_string(e.graphs.size()) + " graphs"));
-
-    rep.begin("confirm+prune");
-    auto ps = candidates(e, c.o, r.st, [&](const char* w, std::uint64_t d, std::uint64_t t) { rep.update(w, d, t); });
-    e = enumeration{};  // release the graph store
-    r.phases.push_back(rep.end(std::to_string(r.st.candidates) + " candidates, " + std::to_string(ps.size()) + " kept"));
+    // Enumeration and pairing, once per fingerprint partition (one unless
+    // --partitions): only one partition's graphs are held at a time, and the
+    // pairs come out in the order of a single pass.
+    std::vector<pair> ps;
+    std::unordered_set<std::uint64_t> renamed;
+    phase_stat enumerated{"enumerate"}, paired{"confirm+prune"};
+    auto fold = [](phase_stat& into, const phase_stat& p) {
+        into.seconds += p.seconds;
+        into.peak_kib = std::max(into.peak_kib, p.peak_kib);
+    };
+    const unsigned parts = c.o.partitions;
+    for (unsigned k = 0; k < parts; ++k) {
+        auto o = c.o;
+        o.partition = k;
+        std::string tag = parts > 1 ? " [partition " + std::to_string(k + 1) + "/" + std::to_string(parts) + "]" : "";
+        rep.begin("enumerate" + tag);
+        auto e = enumerate(o, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
+            rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t);
+        });
+        fold(enumerated, rep.end(std::to_string(e.total_graphs) + " graphs" +
+                                 (parts > 1 ? ", " + std::to_string(e.graphs.size()) + " in this partition" : "")));
+        rep.begin("confirm+prune" + tag);
+        auto kept = candidates(e, o, r.st, [&](const char* w, std::uint64_t d, std::uint64_t t) { rep.update(w, d, t); }, &renamed);
+        e = enumeration{};  // release the graph store
+        ps.insert(ps.end(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
+        fold(paired, rep.end(std::to_string(r.st.candidates) + " candidates, " + std::to_string(ps.size()) + " kept"));
+    }
+    r.phases.push_back(enumerated);
+    r.phases.push_back(paired);
 
     // Orientation and patterns of each surviving pair.
     std::vector<rule_patterns> fws(ps.size()), bws(ps.size());

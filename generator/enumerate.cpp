@@ -699,11 +699,14 @@ struct worker {
     std::uint8_t pool_id;
     std::uint64_t nodes = 0;
     std::atomic<std::uint64_t>* graph_counter;
+    std::uint64_t seen = 0;  // graphs recordable, in any partition
 
     void record() {
         std::uint64_t fp;
         ++nodes;
         if (!st.recordable(fp)) return;
+        ++seen;
+        if (st.o->partitions > 1 && partition_of(fp, st.o->partitions) != st.o->partition) return;
         graph_rec r;
         r.fp = fp;
         r.off = static_cast<std::uint32_t>(pool->size());
@@ -735,6 +738,7 @@ struct worker {
 enumeration enumerate(const options& o, const progress_fn& progress) {
     if (o.max_ops < 1 || o.max_ops > max_graph_ops) throw error("generator: max_ops must be within 1.." + std::to_string(max_graph_ops));
     if (o.inputs.size() > 16) throw error("generator: at most 16 input tensors");
+    if (o.partitions < 1 || o.partition >= o.partitions) throw error("generator: partition must be within 0..partitions-1");
     unsigned nt = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
     nt = std::min(nt, 64u);
     enumeration e;
@@ -756,12 +760,14 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
         r.fp = fingerprint(hs);
         r.trivial = static_cast<std::uint16_t>(m);
         r.pool = static_cast<std::uint8_t>(nt);
+        ++e.total_graphs;
+        if (o.partitions > 1 && partition_of(r.fp, o.partitions) != o.partition) continue;
         recs[nt].push_back(r);
     }
     std::vector<choice> top;
     root.candidates(top);
     std::atomic<std::size_t> next{0}, done{0};
-    std::atomic<std::uint64_t> graphs{0}, nodes{0};
+    std::atomic<std::uint64_t> graphs{0}, nodes{0}, seen{0};
     std::exception_ptr failure;
     std::mutex fail_m;
     auto run = [&](unsigned id) {
@@ -776,6 +782,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
                 done.fetch_add(1);
             }
             nodes += w.nodes;
+            seen += w.seen;
         } catch (...) {
             std::lock_guard lk(fail_m);
             failure = std::current_exception();
@@ -801,6 +808,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
         std::vector<graph_rec>().swap(r);
     }
     e.dfs_nodes = nodes.load();
+    e.total_graphs += seen.load();
     return e;
 }
 

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tsopt/core/shape.hpp"
@@ -112,7 +113,19 @@ struct options {
     // Buckets of more equal graphs than this pair each graph with the
     // smallest one equal to it only, not every two (candidates()).
     std::size_t all_pairs_limit = 256;
+    // Fingerprint partitions: enumerate() records only the graphs whose
+    // fingerprint falls in `partition` of `partitions` equal ranges (in
+    // fingerprint order). Equal graphs share a fingerprint, so each bucket
+    // lies in one partition: the graph store shrinks by the number of
+    // partitions, at one full DFS per partition (docs/generator.md, N=5).
+    unsigned partitions = 1, partition = 0;
 };
+
+// Which fingerprint partition a fingerprint lies in (monotone in fp, so
+// partitions taken in order visit the buckets in fingerprint order).
+inline unsigned partition_of(std::uint64_t fp, unsigned partitions) {
+    return static_cast<unsigned>(((fp >> 32) * partitions) >> 32);
+}
 
 // An operator's concrete parameters for other tensor shapes: derived
 // parameters (split point, enlarge size, constant extents) follow their ties.
@@ -142,6 +155,9 @@ struct enumeration {
     std::vector<std::uint64_t> input_hashes;
     std::vector<graph_rec> graphs;
     std::uint64_t dfs_nodes = 0;
+    // Graphs enumerated, including those of other fingerprint partitions
+    // (options::partitions), which `graphs` does not hold.
+    std::uint64_t total_graphs = 0;
 };
 
 using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total, std::uint64_t graphs)>;
@@ -184,8 +200,12 @@ struct pipeline_stats {
 };
 
 // Phase 3+4: bucket, pair, confirm in floats, prune. Returns the survivors.
+// Adds its counts to `st`. `renamed` holds the renaming keys kept so far: a
+// fingerprint-partitioned run passes the same set to every partition, so a
+// pair equal up to renaming to one of an earlier partition is pruned too.
 std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
-                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {});
+                             const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {},
+                             std::unordered_set<std::uint64_t>* renamed = nullptr);
 
 // Individual pruning predicates (exposed for tests).
 bool common_subgraph_at_inputs(const pair& p, const options& o);

@@ -59,6 +59,9 @@ const char* usage =
     "  --all-pairs-limit N\n"
     "                     fingerprint buckets of more than N graphs pair each graph with the smallest\n"
     "                     one equal to it only, not every two (default 256; 1: always)\n"
+    "  --partitions K     enumerate K times, each time keeping the graphs of one fingerprint range\n"
+    "                     only: 1/K of the graph store in memory at K times the DFS (N=5;\n"
+    "                     same candidates and rules, default 1)\n"
     "  --inputs x,w,...   enumerate over these of the default inputs only (default: all of\n"
     "                     x, y [1,4,6,8], w, v [4,4,3,3], u [4,4,1,1], a, b, c [4,4], s [1])\n"
     "  --seed N           seed of the random test inputs\n"
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
         else if (a == "--representative-params") c.o.representative_params = true;
         else if (a == "--distinct-operands") c.o.distinct_operands = true;
         else if (a == "--distinct-values") c.o.distinct_values = true;
+        else if (a == "--partitions") c.o.partitions = static_cast<unsigned>(parse_int(a, value(), 1, 1024));
         else if (a == "--all-pairs-limit") c.o.all_pairs_limit = static_cast<std::size_t>(parse_int(a, value(), 1, 1L << 30));
         else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
         else if (a == "--header") c.header_out = value();
