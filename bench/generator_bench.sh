@@ -5,6 +5,8 @@
 # e.g. bench/generator_bench.sh build-gen 2 --timeout-ms 1000
 #      bench/generator_bench.sh build-gen 3 --no-verify      (counts only)
 #      bench/generator_bench.sh build-gen 3 --budget-s 300   (derived / Z3 within a budget)
+#      bench/generator_bench.sh build 5 ... --partitions 1024 --no-verify
+#                                               (N=5: 1/1024 of the graph store at a time)
 #      bench/generator_bench.sh build 4 --representative-params --distinct-operands \
 #        --distinct-values --all-pairs-limit 1 --inputs x,w,v,a,b,s \
 #        --timeout-ms 60000 --rlimit 10000 --max-instances 3000 --reuse-solver
