@@ -706,7 +706,7 @@ struct worker {
         ++nodes;
         if (!st.recordable(fp)) return;
         ++seen;
-        if (st.o->partitions > 1 && partition_of(fp, st.o->partitions) != st.o->partition) return;
+        if (!in_partition(*st.o, fp)) return;
         graph_rec r;
         r.fp = fp;
         r.off = static_cast<std::uint32_t>(pool->size());
@@ -761,7 +761,7 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
         r.trivial = static_cast<std::uint16_t>(m);
         r.pool = static_cast<std::uint8_t>(nt);
         ++e.total_graphs;
-        if (o.partitions > 1 && partition_of(r.fp, o.partitions) != o.partition) continue;
+        if (!in_partition(o, r.fp)) continue;
         recs[nt].push_back(r);
     }
     std::vector<choice> top;

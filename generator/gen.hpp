@@ -126,6 +126,8 @@ struct options {
 inline unsigned partition_of(std::uint64_t fp, unsigned partitions) {
     return static_cast<unsigned>(((fp >> 32) * partitions) >> 32);
 }
+// Whether a graph with this fingerprint is recorded under o's partition.
+inline bool in_partition(const options& o, std::uint64_t fp) { return partition_of(fp, o.partitions) == o.partition; }
 
 // An operator's concrete parameters for other tensor shapes: derived
 // parameters (split point, enlarge size, constant extents) follow their ties.
