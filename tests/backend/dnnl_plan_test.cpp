@@ -97,6 +97,56 @@ TEST_CASE("dnnl: contiguous split parts are views of their input, others are cop
     CHECK(copies == 2);  // only the batch-2 split, one reorder per part
 }
 
+TEST_CASE("dnnl concat: in the layout its convolution inputs share, else copied row-major") {
+    std::mt19937_64 rng(14);
+    backend::dnnl b({.persist = false});
+    // The steps of node n's own work and of the conversions feeding it.
+    auto steps_of = [&](const graph& g, std::int32_t n) {
+        std::vector<std::pair<std::string, bool>> r;
+        const auto compiled = b.compile(g);  // held: the steps belong to it
+        for (const auto& s : compiled->steps)
+            if (s.node == n) r.push_back({s.what, s.conversion});
+        return r;
+    };
+    SUBCASE("convolution outputs: no reorder before, in or after the concat") {
+        graph g;
+        auto x = g.input("x", {2, 16, 8, 8});
+        auto a = g.conv2d(x, g.weight("wa", {32, 16, 1, 1}, rng), {.act = relu});
+        auto c = g.conv2d(x, g.weight("wc", {16, 16, 3, 3}, rng), {.pad = same});
+        auto cat = g.concat(1, {a, c, a});
+        auto y = g.conv2d(cat, g.weight("wy", {16, 80, 1, 1}, rng));
+        g.mark_output(y);
+        g.mark_output(cat);  // read row-major too: one conversion for the graph output
+        check_against_reference(g, 1e-4, 1, &b);
+        auto cs = steps_of(g, cat.node);  // its primitive, then the graph output's row-major copy
+        REQUIRE(cs.size() == 2);
+        CHECK(cs[0] == std::pair<std::string, bool>{"concat", false});
+        CHECK(cs[1] == std::pair<std::string, bool>{"reorder", true});
+        auto ys = steps_of(g, y.node);  // no reorder of the concat before the conv (one of y after it, for the output)
+        REQUIRE_FALSE(ys.empty());
+        CHECK(ys[0] == std::pair<std::string, bool>{"convolution", false});
+    }
+    SUBCASE("mixed layouts, unaligned channels, other axes: copied row-major, still exact") {
+        graph g;
+        auto x = g.input("x", {2, 8, 6, 6});
+        auto a = g.conv2d(x, g.weight("wa", {24, 8, 3, 3}, rng), {.pad = same});  // blocked, 24 channels
+        auto cat1 = g.concat(1, {a, x, a});  // a conv output next to a row-major input
+        auto cat0 = g.concat(0, {a, a});
+        auto cat3 = g.concat(3, {x, g.relu(x)});
+        g.mark_output(cat1);
+        g.mark_output(cat0);
+        g.mark_output(cat3);
+        check_against_reference(g, 1e-4, 2, &b);
+        CHECK(b.stats(g).fallbacks == 0);
+        auto c1 = steps_of(g, cat1.node);
+        REQUIRE_FALSE(c1.empty());
+        CHECK(c1.back().first == "concat (copy)");
+        auto c3 = steps_of(g, cat3.node);
+        REQUIRE_FALSE(c3.empty());
+        CHECK(c3.back().first == "concat (copy)");
+    }
+}
+
 TEST_CASE("dnnl plans are compiled once per graph and reused") {
     backend::dnnl b({.persist = false});
     auto g = block();

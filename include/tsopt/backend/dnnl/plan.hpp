@@ -70,8 +70,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 
 // Part of the measurement cache's machine key: bump it when a lowering
 // changes what an operator costs, so older measurements are not reused
-// (2: contiguous split parts became views).
-inline constexpr int lowering_revision = 2;
+// (2: contiguous split parts became views; 3: concat by memcpy or in the
+// inputs' blocked layout).
+inline constexpr int lowering_revision = 3;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
