@@ -11,7 +11,7 @@
 # machine under load, 2 OpenMP threads make oneDNN's isolated per-operator
 # timings degenerate to ~16 ms each, see docs/benchmarks.md), EXTRA (options passed to
 # every example, e.g. "--quick" or "--rules all"). The build directory
-# (default build) must be configured; the examples are built when missing.
+# (default build) must be configured; the examples are (re)built as needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -22,10 +22,9 @@ budget=${BUDGET:-30}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [ -d "$build/meson-private" ] || { echo "models_bench: $build is not a configured meson build directory" >&2; exit 2; }
 targets=()
-for m in $models; do
-  [ -x "$build/examples/$m" ] || targets+=("examples/$m")
-done
-[ ${#targets[@]} -eq 0 ] || ninja -C "$build" -j2 "${targets[@]}" >/dev/null
+for m in $models; do targets+=("examples/$m"); done
+# Always through ninja: a stale example would time the previous backend.
+ninja -C "$build" -j2 "${targets[@]}" >/dev/null
 
 logdir=$(mktemp -d)
 printf 'models_bench: OMP_NUM_THREADS=%s, budget %s s, extra options: %s\n' "$OMP_NUM_THREADS" "$budget" "${EXTRA:-none} $*"
