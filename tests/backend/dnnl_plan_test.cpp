@@ -368,6 +368,55 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     CHECK(b.stats(k).primitives == 2);
 }
 
+TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulates into that tensor (sum post-op)") {
+    std::mt19937_64 rng(32);
+    backend::dnnl b({.persist = false});
+    SUBCASE("a residual after the folded bias, then relu: one primitive per conv") {
+        for (bool residual_first : {false, true}) {
+            INFO("residual as operand ", residual_first ? 0 : 1);
+            graph g;
+            auto x = g.input("x", {1, 16, 10, 10});
+            auto r = g.conv2d(x, g.weight("wr", {16, 16, 3, 3}, rng));  // lowered first
+            auto c = g.conv2d(x, g.weight("wc", {16, 16, 1, 1}, rng));
+            auto biased = g.ewadd(c, g.weight("bias", {16, 1, 1}, rng));
+            auto sum = residual_first ? g.ewadd(r, biased) : g.ewadd(biased, r);
+            g.mark_output(g.relu(sum));
+            test::check_against_reference(g, 1e-4, 1, &b);
+            auto st = b.stats(g);
+            CHECK(st.fused_ops == 3);
+            CHECK(st.primitives == 2);
+        }
+    }
+    SUBCASE("never into a tensor something else still reads") {
+        graph g;
+        auto x = g.input("x", {1, 16, 8, 8});
+        auto conv = [&](value in, const char* w) { return g.conv2d(in, g.weight(w, {16, 16, 1, 1}, rng)); };
+        auto t1 = conv(x, "w1");
+        g.mark_output(g.ewadd(conv(x, "w2"), t1));
+        g.mark_output(t1);  // a graph output
+        auto t2 = conv(x, "w3");
+        auto s2 = g.ewadd(conv(x, "w4"), t2);
+        g.mark_output(g.ewmul(s2, t2));  // a second reader, which runs after the add
+        auto t3 = g.sigmoid(conv(x, "w5"));
+        auto s3 = g.ewadd(conv(t3, "w6"), t3);  // the conv's own input
+        g.mark_output(g.ewmul(s3, t3));
+        auto [p, q] = g.split(1, 8, g.tanh(conv(x, "w7")));  // batch-1 channel halves: views of one buffer
+        g.mark_output(g.ewadd(g.conv2d(x, g.weight("w8", {8, 16, 1, 1}, rng)), p));
+        g.mark_output(q);
+        g.mark_output(g.ewadd(conv(x, "w9"), x));  // a graph input
+        auto t4 = g.tanh(conv(x, "w11"));
+        auto fresh = g.ewmul(t4, t4);  // computed before, read once, its own buffer: this one is fused
+        auto fused_add = g.ewadd(conv(x, "w10"), fresh);
+        g.mark_output(fused_add);
+        test::check_against_reference(g, 1e-4, 2, &b);
+        const auto compiled = b.compile(g);
+        std::vector<std::int32_t> fused_adds;
+        for (auto [n, into] : compiled->fused)
+            if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) fused_adds.push_back(n);
+        CHECK(fused_adds == std::vector<std::int32_t>{fused_add.node});
+    }
+}
+
 TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") {
     graph g = block();
     backend::dnnl b({.persist = false, .warmup = 1});

@@ -7,20 +7,52 @@
 // time.
 //
 // The single-reader chain after a convolution of per-channel constant adds /
-// multiplies ([C,1,1] or [1,C,1,1], e.g. the bias batchnorm folding leaves)
-// and relu / sigmoid / tanh runs as the convolution's post-ops: one primitive
-// instead of a pass over the whole tensor per operator. (Separately, a
-// broadcast add on the convolution's blocked output only finds oneDNN's
-// reference kernel, which is two orders of magnitude slower.)
+// multiplies ([C,1,1] or [1,C,1,1], e.g. the bias batchnorm folding leaves),
+// relu / sigmoid / tanh, and one add of a full-size tensor computed earlier
+// (a residual, or the other branch of a sum) runs as the convolution's
+// post-ops: one primitive instead of a pass over the whole tensor per
+// operator. The full-size add is oneDNN's sum post-op: the convolution
+// accumulates into that tensor's buffer, so it is taken only where nothing
+// else reads the buffer. (Separately, a broadcast add on the convolution's
+// blocked output only finds oneDNN's reference kernel, which is two orders of
+// magnitude slower.)
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
 
 struct post_chain {
+    enum class kind { eltwise, binary, sum };
     std::vector<std::size_t> nodes;                     // absorbed, in order
-    std::vector<std::pair<dn::algorithm, tref>> ops;    // per node: eltwise alg (tref unused) or binary alg + operand
-    std::vector<bool> binary;
+    std::vector<std::pair<dn::algorithm, tref>> ops;    // per node: eltwise alg, binary alg + operand, or the sum's operand
+    std::vector<kind> kinds;
+
+    std::optional<std::size_t> sum() const {
+        for (std::size_t k = 0; k < kinds.size(); ++k)
+            if (kinds[k] == kind::sum) return k;
+        return std::nullopt;
+    }
+    void truncate(std::size_t k) {
+        nodes.resize(k);
+        ops.resize(k);
+        kinds.resize(k);
+    }
 };
+
+// Whether value `v` (read by one ewadd) may be overwritten by a sum post-op:
+// computed by an operator already lowered, read by nothing else, not a graph
+// output, and the only value living in its buffer.
+inline bool can_accumulate_into(const lowering& L, value v) {
+    const auto n = static_cast<std::size_t>(v.node);
+    if (L.at(n).kind != node_kind::op || L.constant[n] || L.is_graph_output(n) || L.consumers[n].size() != 1) return false;
+    const auto& outs = L.vals[n];
+    if (static_cast<std::size_t>(v.output) >= outs.size()) return false;
+    const tref& r = outs[static_cast<std::size_t>(v.output)];
+    if (r.buf < 0 || r.offset != 0 || L.persistent(r)) return false;
+    int sharing = 0;
+    for (const auto& vs : L.vals)
+        for (const tref& t : vs) sharing += t.buf == r.buf;
+    return sharing == 1;
+}
 
 // The operators after node i (C output channels) that can run as its post-ops;
 // `binary`: per-channel adds / multiplies too (not on grouped convolutions:
@@ -38,17 +70,26 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
-            c.binary.push_back(false);
+            c.kinds.push_back(post_chain::kind::eltwise);
         } else if (binary && (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
                    n.inputs[0] != n.inputs[1]) {
             const int other = slot == 0 ? 1 : 0;
-            if (!L.is_const(nx, other) || !L.lowered(nx, other)) break;
+            if (!L.lowered(nx, other)) break;
+            if (n.is_op(spec::op_kind::ewadd) && L.in_shape(nx, other) == out && !c.sum() &&
+                can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)])) {
+                c.ops.push_back({dn::algorithm::undef, L.in(nx, other)});
+                c.kinds.push_back(post_chain::kind::sum);
+                c.nodes.push_back(nx);
+                cur = nx;
+                continue;
+            }
+            if (!L.is_const(nx, other)) break;
             const dims od = pad_front(L.in_dims(nx, other), 4);
             if (L.in_shape(nx, other).rank > 4 || od != dims{1, C, 1, 1}) break;
             tref b = L.plain(L.in(nx, other), od, nx);
             if (!L.persistent(b)) break;
             c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
-            c.binary.push_back(true);
+            c.kinds.push_back(post_chain::kind::binary);
         } else
             break;
         c.nodes.push_back(nx);
@@ -67,41 +108,60 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     const std::int64_t pw = spec::detail::window_pad(ws[3], n.params[dil_w], pm);
     dims wdims = groups == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
     dims odims = L.out_dims(i);
-    auto dst_md = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
-    dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, any_md(L.in_dims(i, 0)),
-                                    any_md(wdims), dst_md, {n.params[stride_h], n.params[stride_w]},
-                                    {n.params[dil_h] - 1, n.params[dil_w] - 1}, {ph, pw}, {ph, pw});
-    // With the chain as post-ops, else alone: where oneDNN refuses the
-    // combination, or would run it with another kernel than the conv alone
-    // (a reference kernel where the conv alone has a JIT one).
+    auto conv_desc = [&](const dn::memory::desc& dst_md) {
+        return dn::convolution_forward::desc(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
+                                             any_md(L.in_dims(i, 0)), any_md(wdims), dst_md, {n.params[stride_h], n.params[stride_w]},
+                                             {n.params[dil_h] - 1, n.params[dil_w] - 1}, {ph, pw}, {ph, pw});
+    };
+    const auto d = conv_desc(n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims));
+    // With the chain as post-ops, else with the part before its sum, else
+    // alone: where oneDNN refuses the combination, or would run it with
+    // another kernel than the conv alone (a reference kernel where the conv
+    // alone has a JIT one; a slower one for the sum operand's layout).
     post_chain chain = odims.size() == 4 ? fusible_chain(L, i, odims[1], groups == 1) : post_chain{};
     std::optional<dn::convolution_forward::primitive_desc> pd;
     dn::primitive_attr at = L.attr(n.params[act]);
     const std::string alone = dn::convolution_forward::primitive_desc(d, at, L.p.eng).impl_info_str();
-    if (!chain.nodes.empty()) {
+    auto try_chain = [&](std::size_t len) {
         dn::post_ops po;
         if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(1.f, *alg, 0.f, 0.f);
-        for (std::size_t k = 0; k < chain.ops.size(); ++k)
-            if (chain.binary[k]) po.append_binary(chain.ops[k].first, chain.ops[k].second.md);
-            else po.append_eltwise(1.f, chain.ops[k].first, 0.f, 0.f);
+        std::optional<dn::memory::desc> accumulate;  // the sum writes into its operand: the result takes its layout
+        for (std::size_t k = 0; k < len; ++k) switch (chain.kinds[k]) {
+                case post_chain::kind::eltwise: po.append_eltwise(1.f, chain.ops[k].first, 0.f, 0.f); break;
+                case post_chain::kind::binary: po.append_binary(chain.ops[k].first, chain.ops[k].second.md); break;
+                case post_chain::kind::sum:
+                    po.append_sum(1.f);
+                    accumulate = chain.ops[k].second.md;
+                    break;
+            }
         dn::primitive_attr fused = L.attr();
         fused.set_post_ops(po);
         try {
-            pd.emplace(d, fused, L.p.eng);
-            if (pd->impl_info_str() != alone) pd.reset();
+            pd.emplace(accumulate ? conv_desc(*accumulate) : d, fused, L.p.eng);
+            if (pd->impl_info_str() == alone) {
+                chain.truncate(len);
+                return true;
+            }
         } catch (const dn::error&) {
         }
-        if (!pd) chain = {};
+        pd.reset();
+        return false;
+    };
+    if (!chain.nodes.empty() && !try_chain(chain.nodes.size())) {
+        const auto sum = chain.sum();
+        if (!sum || *sum == 0 || !try_chain(*sum)) chain = {};
     }
     if (!pd) pd.emplace(d, at, L.p.eng);
     tref x = L.convert(L.in(i, 0), pd->src_desc(), i);
     tref w = L.convert(L.plain(L.in(i, 1), wdims, i), pd->weights_desc(), i);
-    tref y = L.fresh(pd->dst_desc());
+    const auto sum = chain.sum();
+    tref y = sum ? chain.ops[*sum].second : L.fresh(pd->dst_desc());
     std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
     const int first = n.params[act] && act_algorithm(n.params[act]) ? 1 : 0;  // post-op index of the chain's first
     std::string what = groups == 1 ? "convolution" : "grouped convolution";
     for (std::size_t k = 0; k < chain.nodes.size(); ++k)
-        if (chain.binary[k]) args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k)) | DNNL_ARG_SRC_1, chain.ops[k].second});
+        if (chain.kinds[k] == post_chain::kind::binary)
+            args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k)) | DNNL_ARG_SRC_1, chain.ops[k].second});
     if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
     L.add<dn::convolution_forward>(i, *pd, std::move(args), std::move(what));
     L.set(i, 0, y);
