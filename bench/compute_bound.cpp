@@ -28,17 +28,17 @@ using namespace tsopt;
 
 namespace {
 
-struct bound {
+struct compute_profile {
     double e2e_ms = 0, profile_ms = 0, compute_ms = 0, gflop = 0, best_rate = 0;
     double grouped_ms = 0, grouped_gflop = 0;
     std::string best_step;
 };
 
-bound measure_bound(const std::string& model, int reps) {
+compute_profile profile_model(const std::string& model, int reps) {
     graph g = zoo::build(model, {.seed = 1});
     backend::dnnl be(backend::dnnl::options{.persist = false});
     auto in = backend::random_inputs(g, 1);
-    bound b;
+    compute_profile b;
     b.e2e_ms = be.time_end_to_end(g, in, reps);
     for (const auto& st : be.profile(g, in, reps)) {
         b.profile_ms += st.ms;
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     for (const auto& m : models) {
         std::fprintf(stderr, "compute_bound: profiling %s ...\n", m.c_str());
         try {
-            bound b = measure_bound(m, reps);
+            compute_profile b = profile_model(m, reps);
             const double floor_ms = b.best_rate > 0 ? (b.gflop - b.grouped_gflop) / b.best_rate * 1e3 + b.grouped_ms : 0;
             char bound[32] = "-";
             if (floor_ms > 0) std::snprintf(bound, sizeof bound, "%.2fx", b.e2e_ms / floor_ms);

@@ -23,14 +23,14 @@ inline bool lower_concat_in_conv_layout(lowering& L, std::size_t i, int ax) {
     if (od.size() != 4) return false;
     for (tag t : conv_layouts) {
         std::vector<tref> xs;
-        for (int s = 0; s < k && L.lowered(i, s); ++s) {
+        std::vector<dn::memory::desc> mds;
+        for (int s = 0; s < k; ++s) {
             tref x = L.in(i, s);
             if (x.md != dn::memory::desc(L.in_dims(i, s), f32, t)) break;
             xs.push_back(x);
+            mds.push_back(x.md);
         }
         if (static_cast<int>(xs.size()) != k) continue;
-        std::vector<dn::memory::desc> mds;
-        for (auto& x : xs) mds.push_back(x.md);
         try {
             dn::concat::primitive_desc pd(dn::memory::desc(od, f32, t), ax, mds, L.p.eng, L.attr());
             if (!std::string_view(pd.impl_info_str()).starts_with("simple")) return false;

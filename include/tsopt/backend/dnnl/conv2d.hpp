@@ -79,17 +79,15 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
                 can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)])) {
                 c.ops.push_back({dn::algorithm::undef, L.in(nx, other)});
                 c.kinds.push_back(post_chain::kind::sum);
-                c.nodes.push_back(nx);
-                cur = nx;
-                continue;
+            } else {
+                if (!L.is_const(nx, other)) break;
+                const dims od = pad_front(L.in_dims(nx, other), 4);
+                if (L.in_shape(nx, other).rank > 4 || od != dims{1, C, 1, 1}) break;
+                tref b = L.plain(L.in(nx, other), od, nx);
+                if (!L.persistent(b)) break;
+                c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
+                c.kinds.push_back(post_chain::kind::binary);
             }
-            if (!L.is_const(nx, other)) break;
-            const dims od = pad_front(L.in_dims(nx, other), 4);
-            if (L.in_shape(nx, other).rank > 4 || od != dims{1, C, 1, 1}) break;
-            tref b = L.plain(L.in(nx, other), od, nx);
-            if (!L.persistent(b)) break;
-            c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
-            c.kinds.push_back(post_chain::kind::binary);
         } else
             break;
         c.nodes.push_back(nx);

@@ -70,8 +70,8 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 
 // Part of the measurement cache's machine key: bump it when a lowering
 // changes what an operator costs, so older measurements are not reused
-// (2: contiguous split parts became views; 3: concat by memcpy or in the
-// inputs' blocked layout).
+// (2: contiguous split parts became views; 3: concat by memcpy, or in the
+// layout its convolution inputs share).
 inline constexpr int lowering_revision = 3;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
