@@ -366,6 +366,16 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     test::check_against_reference(k, 1e-4, 3, &b);
     CHECK(b.stats(k).fused_ops == 1);
     CHECK(b.stats(k).primitives == 2);
+
+    // A per-channel add right after a conv is the conv's own bias (not a
+    // post-op): grouped convs take it too, then the relu after it.
+    graph q;
+    auto u = q.input("u", {1, 32, 12, 12});
+    auto qc = q.conv2d(u, q.weight("wq", {32, 4, 3, 3}, rng));
+    q.mark_output(q.relu(q.ewadd(q.weight("bq", {32, 1, 1}, rng), qc)));  // bias first: either operand order
+    test::check_against_reference(q, 1e-4, 4, &b);
+    CHECK(b.stats(q).fused_ops == 2);
+    CHECK(b.stats(q).primitives == 1);
 }
 
 TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulates into that tensor (sum post-op)") {
@@ -474,6 +484,35 @@ TEST_CASE("dnnl time_end_to_end and pick_fastest") {
     CHECK(r2.error[1] <= 1e-4);
     CHECK(r2.ms[r2.best] <= r2.ms[1 - r2.best]);
     CHECK_THROWS_AS(b.pick_fastest(std::span<const graph>{}, in), tsopt::error);
+}
+
+TEST_CASE("dnnl pick_fastest times a candidate set once: a later run reuses the times and makes the same choice") {
+    auto dir = test::fresh_cache_dir("pick");
+    // Equivalent candidates (relu separate / fused), built twice: the same
+    // set by weight values, not by address.
+    auto cands = [] {
+        graph fused;
+        std::mt19937_64 rng(11);
+        auto x = fused.input("x", {1, 8, 8, 8});
+        fused.mark_output(fused.conv2d(x, fused.weight("w0", {8, 8, 3, 3}, rng), {.act = relu}));
+        return std::vector<graph>{chain(1, 8, 8), fused};
+    };
+    auto in = backend::random_inputs(chain(1, 8, 8), 4);
+    backend::pick_result first;
+    {
+        backend::dnnl b({.cache_dir = dir, .warmup = 1});
+        first = b.pick_fastest(cands(), in, 3);
+        CHECK(!first.reused);
+    }
+    backend::dnnl again({.cache_dir = dir, .warmup = 1});
+    auto second = again.pick_fastest(cands(), in, 3);
+    CHECK(second.reused);
+    CHECK(second.best == first.best);
+    CHECK(second.ms == first.ms);
+    CHECK(second.rejected == first.rejected);  // verified again all the same
+    // Another candidate set, or the same with another number of rounds: timed.
+    CHECK(!again.pick_fastest(std::vector<graph>{chain(1, 8, 8)}, in, 3).reused);
+    CHECK(!again.pick_fastest(cands(), in, 4).reused);
 }
 
 TEST_CASE("dnnl pick_fastest keeps every candidate's plan alive beyond max_plans") {

@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -163,12 +166,56 @@ inline graph isolate(const graph& g, std::size_t i) {
     return h;
 }
 
+// A hash of what g computes that is the same in every run of the program:
+// structure, parameters, layouts, names of inputs, shapes and weight values
+// (graph::structural_hash names weights by address). Keys pick_fastest's
+// reuse of timings across runs.
+inline std::uint64_t content_hash(const graph& g) {
+    std::vector<std::uint64_t> h(g.nodes.size(), 0);
+    auto mix = [](std::uint64_t a, std::uint64_t b) {
+        a ^= b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2);
+        return a * 0xff51afd7ed558ccdull;
+    };
+    auto text = [&](std::uint64_t x, std::string_view s) {
+        for (unsigned char c : s) x = mix(x, c);
+        return mix(x, s.size());
+    };
+    for (std::size_t i : g.topological_order()) {
+        const node& n = g.nodes[i];
+        std::uint64_t x = mix(0x7a50, static_cast<std::uint64_t>(n.kind));
+        switch (n.kind) {
+            case node_kind::input: x = text(x, n.name); break;
+            case node_kind::weight:
+                for (float f : n.data->data) {
+                    std::uint32_t bits;
+                    std::memcpy(&bits, &f, sizeof bits);
+                    x = mix(x, bits);
+                }
+                break;
+            case node_kind::opaque: x = text(text(x, n.opaque->type), n.opaque->attributes); break;
+            case node_kind::op:
+                x = mix(x, static_cast<std::uint64_t>(n.op));
+                for (auto p : n.params.v) x = mix(x, static_cast<std::uint32_t>(p));
+                break;
+        }
+        x = mix(x, static_cast<std::uint64_t>(n.out_layout));
+        for (const shape& s : n.shapes)
+            for (auto d : s) x = mix(x, static_cast<std::uint64_t>(d));
+        for (value v : n.inputs) x = mix(mix(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+        h[i] = x;
+    }
+    std::uint64_t r = 0xcbf29ce484222325ull;
+    for (value v : g.outputs) r = mix(mix(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+    return r;
+}
+
 // What pick_fastest returns.
 struct pick_result {
     std::size_t best = 0;
     std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
     std::vector<double> error;   // max relative error of its outputs vs candidate 0
     std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
+    bool reused = false;         // ms are an earlier run's times of the same candidates (nothing timed)
 };
 
 // AutoGraph's on-board verification over n candidates: outputs(c) runs
@@ -178,10 +225,13 @@ struct pick_result {
 // `warmup` untimed interleaved rounds (run(c)), then settle() (waits for
 // pending work), then max(reps, 1) interleaved rounds of an untimed run and a
 // timed one (time(c): ms of one run), so drifting machine load hits all
-// alike; the fastest median wins.
+// alike; the fastest median wins. `known_ms`: the candidates' times from an
+// earlier run of the same set (one per candidate): when every accepted
+// candidate has one, nothing is timed and they decide, so the same
+// candidates give the same choice whatever the machine's load now.
 template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
-                            Settle&& settle, Time&& time) {
+                            Settle&& settle, Time&& time, std::span<const std::optional<double>> known_ms = {}) {
     pick_result r;
     std::vector<tensor<float>> first;
     for (std::size_t c = 0; c < n; ++c) {
@@ -193,6 +243,16 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
             for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
         r.error.push_back(e);
         r.rejected.push_back(!(e <= tolerance));
+    }
+    bool known = known_ms.size() == n;
+    for (std::size_t c = 0; known && c < n; ++c) known = r.rejected[c] || known_ms[c].has_value();
+    if (known) {
+        r.reused = true;
+        for (std::size_t c = 0; c < n; ++c) {
+            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : *known_ms[c]);
+            if (r.ms[c] < r.ms[r.best]) r.best = c;
+        }
+        return r;
     }
     for (int w = 0; w < warmup; ++w)
         for (std::size_t c = 0; c < n; ++c)

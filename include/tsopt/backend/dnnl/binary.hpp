@@ -1,6 +1,6 @@
 #pragma once
-// ewadd / ewmul as oneDNN binary with numpy broadcasting. oneDNN 2.6
-// broadcasts only the second source, so the full-size operand goes first
+// ewadd / ewmul as oneDNN binary with numpy broadcasting. oneDNN's
+// binary broadcasts only the second source, so the full-size operand goes first
 // (add and mul commute); when both operands broadcast (e.g. [3,1] + [1,4])
 // the lowering refuses and the node falls back to the reference. smul by a
 // run-time scalar is a binary multiply by a [1,..,1] tensor. batchnorm
@@ -20,8 +20,7 @@ struct refused : std::runtime_error {
 // reference kernel, so the caller can try another layout first.
 inline tref binary_step(lowering& L, std::size_t i, dn::algorithm alg, const tref& a, const tref& b, std::string what,
                         bool no_reference = false) {
-    dn::binary::desc d(alg, a.md, b.md, a.md);
-    dn::binary::primitive_desc pd(d, L.attr(), L.p.eng);
+    dn::binary::primitive_desc pd(L.p.eng, alg, a.md, b.md, a.md, L.attr());
     if (no_reference && std::string_view(pd.impl_info_str()).starts_with("ref")) throw refused("only oneDNN's reference binary kernel");
     tref y = L.fresh(pd.dst_desc());
     L.add<dn::binary>(i, pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, y}}, std::move(what));
@@ -35,7 +34,7 @@ inline void lower_binary(lowering& L, std::size_t i) {
     int s0 = 0, s1 = 1;
     if (pad_front(L.in_dims(i, 0), od.size()) != od) std::swap(s0, s1);
     dims d0 = pad_front(L.in_dims(i, s0), od.size()), d1 = pad_front(L.in_dims(i, s1), od.size());
-    if (d0 != od) throw refused("both operands broadcast, which oneDNN 2.6 binary does not support");
+    if (d0 != od) throw refused("both operands broadcast, which oneDNN binary does not support");
     const char* what = n.is_op(spec::op_kind::ewadd) ? "add" : "mul";
     // First in the layout the full operand has; if oneDNN refuses that with a
     // broadcast operand, or has only its reference kernel for it (a [C,1,1]
@@ -45,9 +44,9 @@ inline void lower_binary(lowering& L, std::size_t i) {
         auto m = L.checkpoint();
         try {
             tref a = L.in(i, s0);
-            if (a.md.dims() != od || !keep_layout) a = L.plain(a, od, i);
+            if (a.md.get_dims() != od || !keep_layout) a = L.plain(a, od, i);
             tref b = L.in(i, s1);
-            if (d1 == od) b = L.convert(b.md.dims() == od ? b : L.plain(b, od, i), a.md, i);
+            if (d1 == od) b = L.convert(b.md.get_dims() == od ? b : L.plain(b, od, i), a.md, i);
             else b = L.plain(b, d1, i);
             L.set(i, 0, binary_step(L, i, alg, a, b, what, keep_layout));
             return;
@@ -63,7 +62,7 @@ inline void lower_binary(lowering& L, std::size_t i) {
 
 inline void lower_smul_runtime(lowering& L, std::size_t i) {
     tref x = L.in(i, 0);
-    tref s = L.plain(L.in(i, 1), dims(x.md.dims().size(), 1), i);
+    tref s = L.plain(L.in(i, 1), dims(x.md.get_dims().size(), 1), i);
     L.set(i, 0, binary_step(L, i, dn::algorithm::binary_mul, x, s, "smul (binary mul)"));
 }
 
@@ -75,8 +74,7 @@ inline void lower_batchnorm(lowering& L, std::size_t i) {
     try {
         auto flags = dn::normalization_flags::use_global_stats | dn::normalization_flags::use_scale |
                      dn::normalization_flags::use_shift;
-        dn::batch_normalization_forward::desc d(dn::prop_kind::forward_inference, x.md, 0.f, flags);
-        dn::batch_normalization_forward::primitive_desc pd(d, L.attr(), L.p.eng);
+        dn::batch_normalization_forward::primitive_desc pd(L.p.eng, dn::prop_kind::forward_inference, x.md, x.md, 0.f, flags, L.attr());
         tref mean = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 0.f));
         tref var = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 1.f));
         tref y = L.fresh(pd.dst_desc());
@@ -96,8 +94,7 @@ inline void lower_batchnorm(lowering& L, std::size_t i) {
     po.append_binary(dn::algorithm::binary_add, sh.md);
     dn::primitive_attr at = L.attr();
     at.set_post_ops(po);
-    dn::binary::desc d(dn::algorithm::binary_mul, x.md, sc.md, x.md);
-    dn::binary::primitive_desc pd(d, at, L.p.eng);
+    dn::binary::primitive_desc pd(L.p.eng, dn::algorithm::binary_mul, x.md, sc.md, x.md, at);
     tref y = L.fresh(pd.dst_desc());
     L.add<dn::binary>(i, pd,
                       {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, sc}, {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, sh},

@@ -1,19 +1,19 @@
 #pragma once
 // n-ary concat. Two ways, picked per node:
 //  - in the inputs' own layout when all of them share one that a
-//    convolution leaves (NHWC from oneDNN 2.6's brgemm convolutions on
-//    AVX-512, nChw16c / nChw8c from the others) and oneDNN concatenates it
+//    convolution leaves (NHWC from oneDNN's brgemm convolutions (3.2:
+//    on AVX2 too), nChw16c / nChw8c from the others) and oneDNN concatenates it
 //    with its copying kernel: the convolutions writing the inputs and
 //    reading the result then need no reorders around it;
 //  - otherwise row-major, as one memcpy per (outer index, input). oneDNN
-//    2.6's own row-major concat copies about 20x slower than memcpy
+//    2.6's own row-major concat copied about 20x slower than memcpy
 //    (5 x [1,128,56,56] on axis 1: 2.76 ms against 0.13 ms), which made
 //    NasNet-A's 18 concats 16 % of its time.
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
 
-// The layouts oneDNN 2.6's convolutions leave their results in.
+// The layouts oneDNN's convolutions leave their results in.
 inline constexpr tag conv_layouts[] = {tag::nhwc, tag::nChw16c, tag::nChw8c};
 
 // The first way, or false where it does not apply (nothing lowered then).
@@ -32,7 +32,7 @@ inline bool lower_concat_in_conv_layout(lowering& L, std::size_t i, int ax) {
         }
         if (static_cast<int>(xs.size()) != k) continue;
         try {
-            dn::concat::primitive_desc pd(dn::memory::desc(od, f32, t), ax, mds, L.p.eng, L.attr());
+            dn::concat::primitive_desc pd(L.p.eng, dn::memory::desc(od, f32, t), ax, mds, L.attr());
             if (!std::string_view(pd.impl_info_str()).starts_with("simple")) return false;
             tref y = L.fresh(pd.dst_desc());
             std::vector<std::pair<int, tref>> args;

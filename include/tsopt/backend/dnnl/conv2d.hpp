@@ -56,9 +56,11 @@ inline bool can_accumulate_into(const lowering& L, value v) {
 
 // The operators after node i (C output channels) that can run as its post-ops;
 // `binary`: per-channel adds / multiplies too (not on grouped convolutions:
-// oneDNN 2.6 runs a 4-channel-per-group conv with a per-channel binary
-// post-op 20x slower than without, under the same kernel name).
-inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary) {
+// oneDNN 2.6 ran a 4-channel-per-group conv with a per-channel binary
+// post-op 20x slower than without, under the same kernel name); `bias`: a
+// per-channel add right after the convolution, which it takes as its bias
+// (not a post-op, so grouped convolutions too).
+inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary, bool bias) {
     post_chain c;
     std::size_t cur = i;
     const shape& out = L.at(i).shapes[0];
@@ -71,11 +73,12 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
             c.kinds.push_back(post_chain::kind::eltwise);
-        } else if (binary && (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
+        } else if ((binary || (bias && c.nodes.empty() && n.is_op(spec::op_kind::ewadd))) &&
+                   (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
                    n.inputs[0] != n.inputs[1]) {
             const int other = slot == 0 ? 1 : 0;
             if (!L.lowered(nx, other)) break;
-            if (n.is_op(spec::op_kind::ewadd) && L.in_shape(nx, other) == out && !c.sum() &&
+            if (binary && n.is_op(spec::op_kind::ewadd) && L.in_shape(nx, other) == out && !c.sum() &&
                 can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)])) {
                 c.ops.push_back({dn::algorithm::undef, L.in(nx, other)});
                 c.kinds.push_back(post_chain::kind::sum);
@@ -106,26 +109,36 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     const std::int64_t pw = spec::detail::window_pad(ws[3], n.params[dil_w], pm);
     dims wdims = groups == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
     dims odims = L.out_dims(i);
-    auto conv_desc = [&](const dn::memory::desc& dst_md) {
-        return dn::convolution_forward::desc(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                             any_md(L.in_dims(i, 0)), any_md(wdims), dst_md, {n.params[stride_h], n.params[stride_w]},
-                                             {n.params[dil_h] - 1, n.params[dil_w] - 1}, {ph, pw}, {ph, pw});
+    auto conv_pd = [&](const dn::memory::desc& dst_md, const dn::primitive_attr& a, bool with_bias) {
+        const dims strides{n.params[stride_h], n.params[stride_w]}, dilates{n.params[dil_h] - 1, n.params[dil_w] - 1}, pads{ph, pw};
+        if (with_bias)
+            return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
+                                                           any_md(L.in_dims(i, 0)), any_md(wdims), plain_md({odims[1]}), dst_md,
+                                                           strides, dilates, pads, pads, a);
+        return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
+                                                       any_md(L.in_dims(i, 0)), any_md(wdims), dst_md, strides, dilates, pads, pads, a);
     };
-    const auto d = conv_desc(n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims));
+    const auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
     // With the chain as post-ops, else with the part before its sum, else
     // alone: where oneDNN refuses the combination, or would run it with
     // another kernel than the conv alone (a reference kernel where the conv
     // alone has a JIT one; a slower one for the sum operand's layout).
-    post_chain chain = odims.size() == 4 ? fusible_chain(L, i, odims[1], groups == 1) : post_chain{};
+    post_chain chain = odims.size() == 4 ? fusible_chain(L, i, odims[1], groups == 1, !n.params[act]) : post_chain{};
+    // The chain's first operator, a per-channel constant add, is the bias
+    // (added in the kernel's epilogue, cheaper than a binary post-op).
+    const bool bias = !n.params[act] && !chain.nodes.empty() && chain.kinds[0] == post_chain::kind::binary &&
+                      chain.ops[0].first == dn::algorithm::binary_add;
+    bool with_bias = false;
     std::optional<dn::convolution_forward::primitive_desc> pd;
     dn::primitive_attr at = L.attr(n.params[act]);
-    const std::string alone = dn::convolution_forward::primitive_desc(d, at, L.p.eng).impl_info_str();
+    const std::string alone = conv_pd(d, at, false).impl_info_str();
     auto try_chain = [&](std::size_t len) {
         dn::post_ops po;
-        if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(1.f, *alg, 0.f, 0.f);
+        if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(*alg, 0.f, 0.f);
         std::optional<dn::memory::desc> accumulate;  // the sum writes into its operand: the result takes its layout
-        for (std::size_t k = 0; k < len; ++k) switch (chain.kinds[k]) {
-                case post_chain::kind::eltwise: po.append_eltwise(1.f, chain.ops[k].first, 0.f, 0.f); break;
+        with_bias = bias && len > 0;
+        for (std::size_t k = with_bias ? 1 : 0; k < len; ++k) switch (chain.kinds[k]) {
+                case post_chain::kind::eltwise: po.append_eltwise(chain.ops[k].first, 0.f, 0.f); break;
                 case post_chain::kind::binary: po.append_binary(chain.ops[k].first, chain.ops[k].second.md); break;
                 case post_chain::kind::sum:
                     po.append_sum(1.f);
@@ -135,7 +148,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         dn::primitive_attr fused = L.attr();
         fused.set_post_ops(po);
         try {
-            pd.emplace(accumulate ? conv_desc(*accumulate) : d, fused, L.p.eng);
+            pd.emplace(conv_pd(accumulate ? *accumulate : d, fused, with_bias));
             if (pd->impl_info_str() == alone) {
                 chain.truncate(len);
                 return true;
@@ -143,21 +156,27 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         } catch (const dn::error&) {
         }
         pd.reset();
+        with_bias = false;
         return false;
     };
     if (!chain.nodes.empty() && !try_chain(chain.nodes.size())) {
         const auto sum = chain.sum();
         if (!sum || *sum == 0 || !try_chain(*sum)) chain = {};
     }
-    if (!pd) pd.emplace(d, at, L.p.eng);
+    if (!pd) pd.emplace(conv_pd(d, at, false));
     tref x = L.convert(L.in(i, 0), pd->src_desc(), i);
     tref w = L.convert(L.plain(L.in(i, 1), wdims, i), pd->weights_desc(), i);
     const auto sum = chain.sum();
     tref y = sum ? chain.ops[*sum].second : L.fresh(pd->dst_desc());
     std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
-    const int first = n.params[act] && act_algorithm(n.params[act]) ? 1 : 0;  // post-op index of the chain's first
+    // The post-op index of chain operator k.
+    const int first = (n.params[act] && act_algorithm(n.params[act]) ? 1 : 0) - (with_bias ? 1 : 0);
     std::string what = groups == 1 ? "convolution" : "grouped convolution";
-    for (std::size_t k = 0; k < chain.nodes.size(); ++k)
+    if (with_bias) {
+        args.push_back({DNNL_ARG_BIAS, chain.ops[0].second.as(plain_md({odims[1]}))});
+        what += " + bias";
+    }
+    for (std::size_t k = with_bias ? 1 : 0; k < chain.nodes.size(); ++k)
         if (chain.kinds[k] == post_chain::kind::binary)
             args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k)) | DNNL_ARG_SRC_1, chain.ops[k].second});
     if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";

@@ -8,8 +8,7 @@
 namespace tsopt::backend::dnnl_impl {
 
 inline tref eltwise_step(lowering& L, std::size_t i, const tref& x, dn::algorithm alg, float alpha, float beta, std::string what) {
-    dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, alg, x.md, alpha, beta);
-    dn::eltwise_forward::primitive_desc pd(d, L.attr(), L.p.eng);
+    dn::eltwise_forward::primitive_desc pd(L.p.eng, dn::prop_kind::forward_inference, alg, x.md, x.md, alpha, beta, L.attr());
     tref y = L.fresh(pd.dst_desc());
     L.add<dn::eltwise_forward>(i, pd, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}}, std::move(what));
     return y;

@@ -288,11 +288,21 @@ public:
     // AutoGraph's on-board verification: runs each candidate on `in`, rejects
     // those whose outputs disagree with candidate 0 (the optimizer's best by
     // its cost model), times the others end to end in interleaved rounds (so
-    // drifting machine load hits all alike) and returns the fastest.
+    // drifting machine load hits all alike) and returns the fastest. The
+    // times of a candidate set are kept in the measurement cache (keyed by
+    // the candidates' content hashes and the reps): the same set, in a later
+    // run too, is verified again but not re-timed, so it gets the same choice.
     pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
+        std::uint64_t set = static_cast<std::uint64_t>(reps);
+        for (const graph& g : candidates) set = set * 0x100000001b3ull ^ content_hash(g);
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(set));
+        auto key = [&](std::size_t c) { return "pick|" + std::string(hex) + "|" + std::to_string(c); };
+        std::vector<std::optional<double>> known;
+        for (std::size_t c = 0; c < candidates.size(); ++c) known.push_back(cache_.find(key(c)));
         std::vector<dnnl_impl::plan*> plans;
-        return verify_and_time(
+        auto r = verify_and_time(
             candidates.size(), opt_.warmup, reps, opt_.verify_tolerance,
             [&](std::size_t c) {  // each candidate is compiled just before its verification run
                 check_inputs(candidates[c], in);
@@ -300,7 +310,10 @@ public:
                 return plans.back()->run(in);
             },
             [&](std::size_t c) { plans[c]->run(in); }, [] {},
-            [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); });
+            [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); }, known);
+        for (std::size_t c = 0; c < candidates.size(); ++c)
+            if (!r.rejected[c] && !known[c]) cache_.put(key(c), r.ms[c]);
+        return r;
     }
 
     const dnnl_impl::measure_cache& measurements() const { return cache_; }

@@ -12,8 +12,7 @@ inline void lower_matmul(lowering& L, std::size_t i) {
     dims od = L.out_dims(i);
     dims ad = pad_front(L.in_dims(i, 0), od.size()), bd = pad_front(L.in_dims(i, 1), od.size());
     auto wmd = L.is_const(i, 1) && od.size() == 2 ? any_md(bd) : plain_md(bd);
-    dn::matmul::desc d(plain_md(ad), wmd, plain_md(od));
-    dn::matmul::primitive_desc pd(d, L.attr(n.params[spec::matmul_p::act]), L.p.eng);
+    dn::matmul::primitive_desc pd(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
     tref a = L.plain(L.in(i, 0), ad, i);
     tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
     tref y = L.fresh(pd.dst_desc());

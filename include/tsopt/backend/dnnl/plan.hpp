@@ -52,7 +52,7 @@ inline dn::memory::desc plain_md(const dims& d) {
     return dn::memory::desc(d, f32, st);
 }
 inline dn::memory::desc any_md(const dims& d) { return dn::memory::desc(d, f32, tag::any); }
-inline bool is_plain(const dn::memory::desc& md) { return md == plain_md(md.dims()); }
+inline bool is_plain(const dn::memory::desc& md) { return md == plain_md(md.get_dims()); }
 // `d` with leading 1s up to rank r.
 inline dims pad_front(dims d, std::size_t r) {
     while (d.size() < r) d.insert(d.begin(), 1);
@@ -71,8 +71,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // Part of the measurement cache's machine key: bump it when a lowering
 // changes what an operator costs, so older measurements are not reused
 // (2: contiguous split parts became views; 3: concat by memcpy, or in the
-// layout its convolution inputs share).
-inline constexpr int lowering_revision = 3;
+// layout its convolution inputs share; 4: oneDNN 3.2, a convolution's
+// per-channel add as its bias).
+inline constexpr int lowering_revision = 4;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -308,7 +309,7 @@ public:
         a.set_scratchpad_mode(dn::scratchpad_mode::user);
         if (auto alg = act_algorithm(act)) {
             dn::post_ops po;
-            po.append_eltwise(1.f, *alg, 0.f, 0.f);
+            po.append_eltwise(*alg, 0.f, 0.f);
             a.set_post_ops(po);
         }
         return a;
@@ -374,9 +375,9 @@ public:
     }
     // `r` as row-major data viewed with extents `d` (same element count).
     tref plain(const tref& r, const dims& d, std::size_t node) {
-        tref x = is_plain(r.md) ? r : convert(r, plain_md(r.md.dims()), node);
-        if (elements(d) != elements(x.md.dims()))
-            throw error(g.nodes[node].describe() + ": internal error: cannot view " + std::to_string(elements(x.md.dims())) +
+        tref x = is_plain(r.md) ? r : convert(r, plain_md(r.md.get_dims()), node);
+        if (elements(d) != elements(x.md.get_dims()))
+            throw error(g.nodes[node].describe() + ": internal error: cannot view " + std::to_string(elements(x.md.get_dims())) +
                         " elements as " + std::to_string(elements(d)));
         return x.as(plain_md(d));
     }

@@ -17,16 +17,19 @@ inline void lower_pool(lowering& L, std::size_t i) {
     dims od = L.out_dims(i);
     auto dst_md = n.out_layout == spec::layout::nhwc ? dn::memory::desc(od, f32, tag::nhwc) : any_md(od);
     tref x = L.in(i, 0);
-    dn::pooling_forward::desc d(dn::prop_kind::forward_inference, alg, x.md, dst_md, {n.params[stride_h], n.params[stride_w]},
-                                {n.params[kh], n.params[kw]}, {ph, pw}, {ph, pw});
+    auto pool_pd = [&](const dn::primitive_attr& a) {
+        return dn::pooling_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, alg, x.md, dst_md,
+                                                   {n.params[stride_h], n.params[stride_w]}, {n.params[kh], n.params[kw]}, {0, 0},
+                                                   {ph, pw}, {ph, pw}, a);
+    };
     const std::int32_t act_ = n.params[act];
     std::optional<dn::pooling_forward::primitive_desc> pd;
     bool fused = true;
     try {
-        pd.emplace(d, L.attr(act_), L.p.eng);
+        pd.emplace(pool_pd(L.attr(act_)));
     } catch (const dn::error&) {
         if (!act_) throw;
-        pd.emplace(d, L.attr(), L.p.eng);
+        pd.emplace(pool_pd(L.attr()));
         fused = false;
     }
     tref y = L.fresh(pd->dst_desc());
