@@ -1,0 +1,194 @@
+// The oneDNN lowerings of opaque ONNX operators (backend/dnnl/onnx_ops.hpp)
+// equal their host implementations (io/onnx/reference_ops.hpp, themselves
+// checked against ONNX Runtime in tests/io) on random inputs, and run
+// natively (no host fallback) where they claim to; configurations they do
+// not handle still run, on the host.
+#include <doctest/doctest.h>
+
+#include "tsopt/backend/dnnl/onnx_ops.hpp"
+#include "tsopt/io/onnx/reference_ops.hpp"
+
+using namespace tsopt;
+namespace pb = tsopt::onnx::pb;
+
+namespace {
+
+struct blob {
+    pb::NodeProto n;
+    blob& i(const std::string& name, std::int64_t v) { return add(name, pb::AttributeProto::INT).set_i(v), *this; }
+    blob& f(const std::string& name, float v) { return add(name, pb::AttributeProto::FLOAT).set_f(v), *this; }
+    blob& s(const std::string& name, const std::string& v) { return add(name, pb::AttributeProto::STRING).set_s(v), *this; }
+    blob& ints(const std::string& name, std::vector<std::int64_t> v) {
+        auto& a = add(name, pb::AttributeProto::INTS);
+        for (auto x : v) a.add_ints(x);
+        return *this;
+    }
+    // A constant integer input the graph cannot carry (e.g. ReduceSum's axes),
+    // as the importer stores it.
+    blob& int_input(int slot, std::vector<std::int64_t> v) {
+        auto& a = add(std::string(tsopt::onnx::detail::input_attr_prefix) + std::to_string(slot), pb::AttributeProto::TENSOR);
+        tsopt::onnx::detail::fill_ints(*a.mutable_t(), "c", v);
+        return *this;
+    }
+    pb::AttributeProto& add(const std::string& name, pb::AttributeProto::AttributeType t) {
+        auto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(t);
+        return *a;
+    }
+};
+
+value opaque(graph& g, const std::string& type, std::vector<value> in, shape out, const blob& b = {}) {
+    auto op = std::make_shared<opaque_op>();
+    op->type = type;
+    op->attributes = b.n.SerializeAsString();
+    op->attribute_count = b.n.attribute_size();
+    return g.opaque(std::move(op), std::move(in), {out}, type)[0];
+}
+
+value scalar(graph& g, const std::string& name, float v) { return g.weight(name, tensor<float>(shape{1}, v)); }
+
+// g on oneDNN (ONNX lowerings + host implementations) against the host
+// implementations on the reference backend; `native`: opaque nodes that must
+// not fall back to the host.
+void check(const graph& g, std::size_t fallbacks = 0, double tol = 1e-5) {
+    backend::reference ref;
+    tsopt::onnx::install_reference_ops(ref);
+    backend::dnnl b({.persist = false});
+    for (const auto& [type, fn] : ref.opaque_impls) b.opaque_impls[type] = fn;
+    tsopt::onnx::install_dnnl_lowerings(b);
+    auto in = backend::random_inputs(g, 7);
+    auto want = ref.execute(g, in);
+    auto got = b.execute(g, in);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        REQUIRE(got[k].shape == want[k].shape);
+        CHECK(relative_error(got[k], want[k]) <= tol);
+    }
+    CHECK(b.stats(g).fallbacks == fallbacks);
+}
+
+}  // namespace
+
+TEST_CASE("element-wise ONNX operators run as oneDNN eltwise") {
+    const shape s{1, 8, 5, 5};
+    auto unary = [&](const std::string& type, const blob& b = {}) {
+        INFO(type);
+        graph g;
+        g.mark_output(opaque(g, type, {g.input("x", s)}, s, b));
+        check(g);
+    };
+    unary("Exp");
+    unary("Neg");
+    unary("Erf");
+    unary("HardSwish");
+    unary("HardSigmoid", blob{}.f("alpha", 0.3f).f("beta", 0.4f));
+    unary("LeakyRelu", blob{}.f("alpha", 0.1f));
+    unary("Gelu");
+    unary("Gelu", blob{}.s("approximate", "tanh"));
+    {
+        graph g;  // sqrt and log of |x|: the domain where both are defined
+        auto a = opaque(g, "Abs", {g.input("x", s)}, s);
+        g.mark_output(opaque(g, "Sqrt", {a}, s));
+        g.mark_output(opaque(g, "Log", {opaque(g, "Exp", {a}, s)}, s));
+        check(g);
+    }
+    SUBCASE("Clip: both bounds, one bound, the opset-6 attributes") {
+        graph g;
+        auto x = g.input("x", s);
+        g.mark_output(opaque(g, "Clip", {x, scalar(g, "lo", -0.2f), scalar(g, "hi", 0.3f)}, s));
+        g.mark_output(opaque(g, "Clip", {x, scalar(g, "lo2", 0.f)}, s));
+        g.mark_output(opaque(g, "Clip", {x}, s, blob{}.f("min", -0.1f).f("max", 0.1f)));
+        check(g);
+    }
+    SUBCASE("Pow: square and square root natively, other exponents on the host") {
+        graph g;
+        auto x = g.input("x", s);
+        g.mark_output(opaque(g, "Pow", {x, scalar(g, "two", 2.f)}, s));
+        g.mark_output(opaque(g, "Pow", {opaque(g, "Abs", {x}, s), scalar(g, "half", 0.5f)}, s));
+        g.mark_output(opaque(g, "Pow", {x, scalar(g, "three", 3.f)}, s));
+        check(g, 1);
+    }
+    SUBCASE("Clip with a bound computed at run time runs on the host") {
+        graph g;
+        auto x = g.input("x", s);
+        g.mark_output(opaque(g, "Clip", {x, g.input("lo", {1})}, s));
+        check(g, 1);
+    }
+}
+
+TEST_CASE("Sub and Div run as oneDNN binary; a broadcast first operand on the host") {
+    graph g;
+    auto x = g.input("x", {1, 8, 5, 5});
+    std::mt19937_64 rng(4);
+    auto c = g.weight("c", tensor<float>(shape{8, 1, 1}, 2.5f));
+    g.mark_output(opaque(g, "Sub", {x, g.weight("b", {8, 1, 1}, rng)}, {1, 8, 5, 5}));
+    g.mark_output(opaque(g, "Div", {x, c}, {1, 8, 5, 5}));
+    g.mark_output(opaque(g, "Sub", {c, x}, {1, 8, 5, 5}));
+    check(g, 1);
+}
+
+TEST_CASE("ReduceMean / ReduceSum run as oneDNN reduction") {
+    const shape s{2, 6, 16};
+    SUBCASE("axes attribute, keepdims") {
+        graph g;
+        g.mark_output(opaque(g, "ReduceMean", {g.input("x", s)}, {2, 6, 1}, blob{}.ints("axes", {-1})));
+        check(g);
+    }
+    SUBCASE("keepdims=0 drops the axis") {
+        graph g;
+        g.mark_output(opaque(g, "ReduceMean", {g.input("x", s)}, {2, 16}, blob{}.ints("axes", {1}).i("keepdims", 0)));
+        check(g);
+    }
+    SUBCASE("axes as a constant input (opset 13 ReduceSum)") {
+        graph g;
+        g.mark_output(opaque(g, "ReduceSum", {g.input("x", s)}, {1, 6, 1}, blob{}.int_input(1, {0, 2})));
+        check(g);
+    }
+}
+
+TEST_CASE("LayerNormalization over the last axis runs as oneDNN layer normalization") {
+    graph g;
+    std::mt19937_64 rng(5);
+    auto x = g.input("x", {1, 6, 32});
+    g.mark_output(opaque(g, "LayerNormalization", {x, g.weight("gamma", {32}, rng), g.weight("beta", {32}, rng)}, {1, 6, 32},
+                         blob{}.f("epsilon", 1e-5f)));
+    g.mark_output(opaque(g, "LayerNormalization", {x, g.weight("gamma2", {32}, rng)}, {1, 6, 32}));
+    // Over the last two axes: not oneDNN's, so on the host.
+    g.mark_output(opaque(g, "LayerNormalization", {x, g.weight("gamma3", {6, 32}, rng)}, {1, 6, 32}, blob{}.i("axis", 1)));
+    check(g, 1, 1e-4);
+}
+
+TEST_CASE("ONNX pooling with ceil_mode, explicit pads and count_include_pad runs as oneDNN pooling") {
+    const shape s{1, 4, 14, 14};
+    SUBCASE("MaxPool ceil_mode (GoogLeNet's): the overhang is right padding") {
+        graph g;
+        g.mark_output(opaque(g, "MaxPool", {g.input("x", s)}, {1, 4, 7, 7},
+                             blob{}.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("ceil_mode", 1)));
+        check(g);
+    }
+    SUBCASE("MaxPool with asymmetric pads and dilations") {
+        graph g;
+        g.mark_output(opaque(g, "MaxPool", {g.input("x", s)}, {1, 4, 11, 12},
+                             blob{}.ints("kernel_shape", {3, 3}).ints("pads", {0, 1, 1, 1}).ints("dilations", {2, 2})));
+        check(g);
+    }
+    SUBCASE("AveragePool, padding excluded, ceil_mode") {
+        graph g;
+        g.mark_output(opaque(g, "AveragePool", {g.input("x", s)}, {1, 4, 8, 8},
+                             blob{}.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).i("ceil_mode", 1)));
+        check(g);
+    }
+    SUBCASE("AveragePool counting the explicit pads") {
+        graph g;
+        g.mark_output(opaque(g, "AveragePool", {g.input("x", s)}, {1, 4, 14, 14},
+                             blob{}.ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1)));
+        check(g);
+    }
+    SUBCASE("AveragePool counting pads with a ceil_mode overhang: on the host") {
+        graph g;
+        g.mark_output(opaque(g, "AveragePool", {g.input("x", s)}, {1, 4, 7, 7},
+                             blob{}.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("ceil_mode", 1).i("count_include_pad", 1)));
+        check(g, 1);
+    }
+}
