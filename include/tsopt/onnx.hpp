@@ -35,8 +35,10 @@
 //                       (opset < 13 Softmax on a middle axis: reshape around it)
 //   Pad                 pad (constant mode, zero value, H/W axes of NCHW)
 //   Constant, initializers  weights (float) or shape constants (int)
-// Opaque nodes: tsopt::onnx::install_reference_ops() runs Div and general
-// 2-D pooling on the reference backend.
+// Opaque nodes: tsopt::onnx::install_reference_ops() registers reference
+// implementations (Div, general 2-D pooling, Clip, Erf, Gelu, HardSwish,
+// HardSigmoid, LayerNormalization, the Reduce* family, Pow, Sqrt, Sub, Where,
+// Expand, Cast, ... see reference_ops.hpp) for a backend's opaque_impls.
 #include "tsopt/io/onnx/export.hpp"
 #include "tsopt/io/onnx/import.hpp"
 #include "tsopt/io/onnx/proto.hpp"

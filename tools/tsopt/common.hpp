@@ -3,10 +3,12 @@
 // inputs matched by name across two graphs, output comparison, the rule set
 // this binary carries, opaque-operator implementations for the backends,
 // and a minimal JSON writer for --report.
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,6 +99,44 @@ void install_opaque_ops(Backend& b) {
     backend::reference r;
     onnx::install_reference_ops(r);
     for (const auto& [name, fn] : r.opaque_impls) b.opaque_impls[name] = fn;
+}
+
+// Opaque operator types of g that `impls` (a backend's opaque_impls) cannot
+// run: no device can execute g whole while this is not empty.
+template <class Map>
+std::set<std::string> unimplemented_types(const graph& g, const Map& impls) {
+    std::set<std::string> r;
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::opaque && !impls.count(n.opaque->type)) r.insert(n.opaque->type);
+    return r;
+}
+
+// g with its opaque nodes of `types` cut out, so that the rest can be run,
+// timed and compared: each such node's outputs become graph inputs named
+// "<node name>:<k>", and its inputs computed by operators become extra graph
+// outputs after g's own, ordered by node name and input slot. Two graphs
+// holding the same cut nodes (the original and its optimized form) give
+// inputs and outputs that correspond by name and position.
+inline graph cut_around(const graph& g, const std::set<std::string>& types) {
+    std::vector<std::size_t> cut;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (g.nodes[i].kind == node_kind::opaque && types.count(g.nodes[i].opaque->type)) cut.push_back(i);
+    std::stable_sort(cut.begin(), cut.end(), [&](std::size_t a, std::size_t b) { return g.nodes[a].name < g.nodes[b].name; });
+    graph h = g;
+    std::map<value, value> replaced;
+    for (std::size_t u : cut)
+        for (int k = 0; k < g.nodes[u].num_outputs(); ++k)
+            replaced[{static_cast<std::int32_t>(u), k}] = h.input(g.nodes[u].name + ":" + std::to_string(k), g.nodes[u].shapes[static_cast<std::size_t>(k)]);
+    auto redirect = [&](value& v) {
+        if (auto it = replaced.find(v); it != replaced.end()) v = it->second;
+    };
+    for (node& n : h.nodes) std::for_each(n.inputs.begin(), n.inputs.end(), redirect);
+    std::for_each(h.outputs.begin(), h.outputs.end(), redirect);
+    for (std::size_t u : cut)
+        for (value v : h.nodes[u].inputs)
+            if (h.at(v).kind == node_kind::op || h.at(v).kind == node_kind::opaque) h.outputs.push_back(v);
+    for (std::size_t u : cut) h.nodes[u].inputs.clear();  // unreachable now: compaction drops it
+    return h.compacted();
 }
 
 // ---- rules ---------------------------------------------------------------

@@ -75,6 +75,37 @@ struct outcome {
     std::function<double(const graph&, std::size_t)> node_cost;  // for pictures
     std::function<std::vector<tensor<float>>(const graph&, const std::vector<tensor<float>>&)> execute;
     std::string executor;                   // who ran the verification
+    // Opaque types no backend implementation exists for: timing and
+    // verification run on the graphs with those nodes cut out (cut_around).
+    std::set<std::string> unimplemented;
+};
+
+// A cost model pricing the opaque nodes of `skip` (which cannot run on the
+// device) at 0: every candidate keeps them unchanged, so the comparison
+// between candidates is the same without them.
+template <class M>
+class without_unrunnable {
+public:
+    static constexpr bool additive = true;
+    without_unrunnable(M& m, std::set<std::string> skip) : m_(&m), skip_(std::move(skip)) {}
+    double operator_cost(const graph& g, std::size_t i) { return skipped(g, i) ? 0.0 : m_->operator_cost(g, i); }
+    double operator_cost(const graph& g, std::size_t i, const std::vector<bool>& constant) {
+        return skipped(g, i) ? 0.0 : m_->operator_cost(g, i, constant);
+    }
+    double graph_cost(const graph& g) {
+        auto constant = g.constant_mask();
+        double t = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) t += operator_cost(g, i, constant);
+        return t;
+    }
+
+private:
+    bool skipped(const graph& g, std::size_t i) const {
+        const node& n = g.nodes[i];
+        return n.kind == node_kind::opaque && skip_.count(n.opaque->type);
+    }
+    M* m_;
+    std::set<std::string> skip_;
 };
 
 optimize_options search_options(const settings& s) {
@@ -105,7 +136,10 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     B& be = *keep;
     install_opaque_ops(be);
     if constexpr (requires { be.price_for_model(g); }) be.price_for_model(g);  // weights where the whole model leaves them
-    auto measured = std::make_shared<cost::measured<B>>(be);
+    outcome o;
+    o.unimplemented = unimplemented_types(g, be.opaque_impls);
+    auto device_cost = std::make_shared<cost::measured<B>>(be);
+    auto measured = std::make_shared<without_unrunnable<cost::measured<B>>>(*device_cost, o.unimplemented);
 
     // Every operator of the input and of its preprocessed form, measured up
     // front (the slow part on a cold cache), with a progress bar.
@@ -123,7 +157,6 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
         prog.clear();
     }
 
-    outcome o;
     o.cost_model = "measured (" + std::string(B::name) + ")";
     prog.start_ticker("searching", s.budget);
     const auto t0 = std::chrono::steady_clock::now();
@@ -132,9 +165,12 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     prog.stop_ticker();
 
     auto cands = candidates_of(g, o.result);
-    auto inputs = backend::random_inputs(g, s.seed);
+    // Timed without the nodes the device cannot run (when there are any).
+    std::vector<graph> runnable;
+    for (const graph& c : cands) runnable.push_back(o.unimplemented.empty() ? c : cut_around(c, o.unimplemented));
+    auto inputs = backend::random_inputs(runnable[0], s.seed);
     prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
-    auto pick = be.pick_fastest(cands, inputs, s.reps);
+    auto pick = be.pick_fastest(runnable, inputs, s.reps);
     prog.clear();
     o.candidates = cands.size();
     o.chosen_index = pick.best;
@@ -170,6 +206,7 @@ outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite:
     install_opaque_ops(*ref);
     o.execute = [ref](const graph& h, const std::vector<tensor<float>>& in) { return ref->execute(h, in); };
     o.executor = "reference";
+    o.unimplemented = unimplemented_types(g, ref->opaque_impls);
     return o;
 }
 
@@ -268,10 +305,14 @@ int optimize_command(int argc, char** argv, int first) {
     } catch (const std::exception& e) {
         throw mismatch_error(std::string("the optimized model does not import back: ") + e.what());
     }
-    auto inputs = backend::random_inputs(g, s.seed + 1);
+    // Nodes no implementation exists for are cut out of both graphs, and
+    // what surrounds them is compared (their inputs as extra outputs).
+    const graph original = o.unimplemented.empty() ? g : cut_around(g, o.unimplemented);
+    if (!o.unimplemented.empty()) back = cut_around(back, o.unimplemented);
+    auto inputs = backend::random_inputs(original, s.seed + 1);
     prog.line("verifying outputs on random inputs");
-    auto want = o.execute(g, inputs);
-    auto got = o.execute(back, inputs_by_name(g, inputs, back, "optimized model"));
+    auto want = o.execute(original, inputs);
+    auto got = o.execute(back, inputs_by_name(original, inputs, back, "optimized model"));
     prog.clear();
     const double err = max_relative_error(got, want);
     const bool agree = err <= s.tolerance;
@@ -350,6 +391,12 @@ int optimize_command(int argc, char** argv, int first) {
         out << "\n";
         if (kept_original) out << "  kept the original: no candidate was faster end to end\n";
     }
+    if (!o.unimplemented.empty()) {
+        out << "  not run on the device: opaque operator(s)";
+        for (const auto& t : o.unimplemented) out << " " << t;
+        out << " have no implementation; end-to-end timing and verification ran on the graph without them"
+               " (their inputs compared as extra outputs, their outputs fed random values)\n";
+    }
     if (o.rejected)
         std::cerr << "tsopt optimize: warning: " << o.rejected
                   << " candidate(s) computed different outputs on the device and were rejected\n";
@@ -394,7 +441,14 @@ int optimize_command(int argc, char** argv, int first) {
             cand += (c ? ", " : "") + json_number(o.candidate_ms[c]);
         cand += "]";
         json_object ver;
-        ver.num("max_relative_error", err).num("tolerance", s.tolerance).boolean("equal", agree).str("executor", o.executor);
+        std::string skipped = "[";
+        for (const auto& t : o.unimplemented) skipped += (skipped.size() > 1 ? ", " : "") + json_string(t);
+        skipped += "]";
+        ver.num("max_relative_error", err)
+            .num("tolerance", s.tolerance)
+            .boolean("equal", agree)
+            .str("executor", o.executor)
+            .raw("cut_out_unimplemented", skipped);
         rj.str("tool", "tsopt 0.1.0")
             .str("input", s.in)
             .raw("output", agree ? json_string(s.out) : "null")
