@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "tsopt/backend/dnnl/executor.hpp"
+#include "tsopt/backend/profile.hpp"
 #include "tsopt/backend/reference/executor.hpp"
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
@@ -292,36 +293,6 @@ inline void print_table(std::ostream& os, const graph_figures& b, const graph_fi
     row("operators", static_cast<double>(b.ops), static_cast<double>(o.ops), 0);
 }
 
-// Per-step times of g's plan (Backend::profile) summed per operator kind and
-// step, largest first: where the end-to-end time goes.
-template <class Backend>
-void print_profile(std::ostream& os, Backend& be, const graph& g, std::span<const tensor<float>> in, int reps,
-                   const std::string& title) {
-    if constexpr (requires { be.profile(g, in, reps); }) {
-        auto steps = be.profile(g, in, reps);
-        struct row { double ms = 0; int count = 0; };
-        std::map<std::string, row> by;
-        double total = 0;
-        for (auto& st : steps) {
-            std::string k = st.node >= 0 ? std::string(g.nodes[static_cast<std::size_t>(st.node)].type_name()) : "?";
-            k += st.conversion ? " / conversion " + st.what : " / " + st.what;
-            by[k].ms += st.ms;
-            ++by[k].count;
-            total += st.ms;
-        }
-        std::vector<std::pair<std::string, row>> rows(by.begin(), by.end());
-        std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
-        os << "\nprofile of " << title << ": " << steps.size() << " steps, " << std::fixed << std::setprecision(3) << total
-           << " ms summed (minimum per step over " << reps << " runs)\n";
-        for (auto& [k, r] : rows)
-            os << "  " << std::left << std::setw(44) << k << std::right << std::setw(6) << r.count << std::setw(12)
-               << r.ms << " ms" << std::setw(7) << std::setprecision(1) << 100 * r.ms / std::max(total, 1e-12) << " %"
-               << std::setprecision(3) << "\n";
-    } else {
-        os << "\nprofile: the " << Backend::name << " backend has no per-step profile\n";
-    }
-}
-
 template <class Backend>
 int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     using clock = std::chrono::steady_clock;
@@ -428,10 +399,10 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
         << "): " << (agree ? "agree" : "DISAGREE") << "\n";
     if (wrong) out << "ERROR: " << wrong << " optimized candidate(s) computed different outputs\n";
     if (s.profile) {
-        print_profile(out, be, g, inputs, s.reps, "the original");
-        if (pick.best != 0) print_profile(out, be, chosen, inputs, s.reps, "the chosen graph (candidate " + std::to_string(pick.best) + ")");
+        backend::print_profile(out, be, g, inputs, s.reps, "the original");
+        if (pick.best != 0) backend::print_profile(out, be, chosen, inputs, s.reps, "the chosen graph (candidate " + std::to_string(pick.best) + ")");
         if (cands.size() > 1 && pick.best != 1 && !pick.rejected[1])
-            print_profile(out, be, cands[1], inputs, s.reps, "the optimizer's graph (candidate 1)");
+            backend::print_profile(out, be, cands[1], inputs, s.reps, "the optimizer's graph (candidate 1)");
     }
 
     const double ratio = best.end_to_end_ms > 0 ? base.end_to_end_ms / best.end_to_end_ms : 1;

@@ -5,6 +5,8 @@
 // not handle still run, on the host.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "tsopt/backend/dnnl/onnx_ops.hpp"
 #include "tsopt/io/onnx/reference_ops.hpp"
 
@@ -101,12 +103,13 @@ TEST_CASE("element-wise ONNX operators run as oneDNN eltwise") {
         g.mark_output(opaque(g, "Clip", {x}, s, blob{}.f("min", -0.1f).f("max", 0.1f)));
         check(g);
     }
-    SUBCASE("Pow: square and square root natively, other exponents on the host") {
+    SUBCASE("Pow by a constant natively (negative bases with an integer exponent too), by a run-time exponent on the host") {
         graph g;
         auto x = g.input("x", s);
         g.mark_output(opaque(g, "Pow", {x, scalar(g, "two", 2.f)}, s));
         g.mark_output(opaque(g, "Pow", {opaque(g, "Abs", {x}, s), scalar(g, "half", 0.5f)}, s));
         g.mark_output(opaque(g, "Pow", {x, scalar(g, "three", 3.f)}, s));
+        g.mark_output(opaque(g, "Pow", {opaque(g, "Abs", {x}, s), g.input("e", {1})}, s));
         check(g, 1);
     }
     SUBCASE("Clip with a bound computed at run time runs on the host") {
@@ -126,6 +129,38 @@ TEST_CASE("Sub and Div run as oneDNN binary; a broadcast first operand on the ho
     g.mark_output(opaque(g, "Div", {x, c}, {1, 8, 5, 5}));
     g.mark_output(opaque(g, "Sub", {c, x}, {1, 8, 5, 5}));
     check(g, 1);
+}
+
+TEST_CASE("GELU as exporters write it (x / sqrt 2, Erf, +1, *x, *0.5) runs as one oneDNN eltwise") {
+    for (bool half_first : {false, true}) {
+        INFO("0.5 first: ", half_first);
+        graph g;
+        const shape s{1, 6, 32};
+        auto x = g.input("x", s);
+        auto e = opaque(g, "Erf", {opaque(g, "Div", {x, scalar(g, "sqrt2", std::sqrt(2.f))}, s)}, s);
+        auto p = g.ewadd(e, scalar(g, "one", 1.f));
+        auto h = scalar(g, "half", 0.5f);
+        g.mark_output(half_first ? g.ewmul(x, g.ewmul(h, p)) : g.ewmul(g.ewmul(x, p), h));
+        check(g);
+        backend::dnnl b({.persist = false});
+        tsopt::onnx::install_dnnl_lowerings(b);
+        CHECK(b.stats(g).fused_ops == 4);
+        CHECK(b.stats(g).primitives == 1);
+    }
+    // A divisor other than sqrt(2), or an intermediate read elsewhere: unfused, still exact.
+    graph g;
+    const shape s{1, 6, 32};
+    auto x = g.input("x", s);
+    auto e = opaque(g, "Erf", {opaque(g, "Div", {x, scalar(g, "three", 3.f)}, s)}, s);
+    g.mark_output(g.ewmul(g.ewmul(x, g.ewadd(e, scalar(g, "one", 1.f))), scalar(g, "half", 0.5f)));
+    auto x2 = g.input("x2", s);
+    auto e2 = opaque(g, "Erf", {opaque(g, "Div", {x2, scalar(g, "sqrt2", std::sqrt(2.f))}, s)}, s);
+    g.mark_output(e2);
+    g.mark_output(g.ewmul(g.ewmul(x2, g.ewadd(e2, scalar(g, "one2", 1.f))), scalar(g, "half2", 0.5f)));
+    check(g);
+    backend::dnnl b({.persist = false});
+    tsopt::onnx::install_dnnl_lowerings(b);
+    CHECK(b.stats(g).fused_ops == 0);
 }
 
 TEST_CASE("ReduceMean / ReduceSum run as oneDNN reduction") {

@@ -96,6 +96,20 @@ TEST_CASE("dnnl matmul: plain, batched, broadcast rank-2 operand, fused activati
         check_against_reference(g);
         check_no_fallback(g);
     }
+    // A linear layer: [1, seq, hidden] x weight + per-column bias (either
+    // operand order), then relu: the bias is the matmul's own.
+    for (bool bias_first : {false, true}) {
+        graph g;
+        std::mt19937_64 rng(6);
+        auto x = g.input("x", {1, 6, 16});
+        auto m = g.matmul(x, g.weight("w", {16, 8}, rng));
+        auto bias = g.weight("bias", {8}, rng);
+        g.mark_output(g.relu(bias_first ? g.ewadd(bias, m) : g.ewadd(m, bias)));
+        backend::dnnl b({.persist = false});
+        check_against_reference(g, 1e-4, 1, &b);
+        CHECK(b.stats(g).fused_ops == 1);
+        check_no_fallback(g);
+    }
 }
 
 TEST_CASE("dnnl element-wise: relu, sigmoid, tanh, add/mul with broadcasting, smul") {

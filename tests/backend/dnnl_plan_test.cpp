@@ -425,6 +425,20 @@ TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulat
             if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) fused_adds.push_back(n);
         CHECK(fused_adds == std::vector<std::int32_t>{fused_add.node});
     }
+    SUBCASE("into a residual branch's input once its other readers ran (ResNet's identity)") {
+        graph g;
+        auto x = g.input("x", {1, 16, 8, 8});
+        auto conv = [&](value in, const char* w) { return g.conv2d(in, g.weight(w, {16, 16, 3, 3}, rng), {.pad = same}); };
+        auto identity = g.relu(conv(x, "w1"));
+        auto branch = conv(g.relu(conv(identity, "w2")), "w3");  // reads the identity first
+        auto add = g.ewadd(branch, identity);
+        g.mark_output(g.relu(add));
+        test::check_against_reference(g, 1e-4, 3, &b);
+        const auto compiled = b.compile(g);
+        bool fused = false;
+        for (auto [n, into] : compiled->fused) fused |= n == add.node;
+        CHECK(fused);
+    }
 }
 
 TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") {

@@ -9,9 +9,21 @@
 #include "tsopt/backend/cudnn/executor.hpp"
 #endif
 
+#include "tsopt/backend/dnnl/onnx_ops.hpp"
+
 #include "cli.hpp"
+#include "common.hpp"
 
 namespace tsopt::cli {
+
+// The ONNX operators the importer keeps opaque, on a device backend: their
+// host implementations, and on oneDNN native lowerings for the
+// configurations those handle (backend/dnnl/onnx_ops.hpp).
+template <class Backend>
+void install_device_ops(Backend& b) {
+    install_opaque_ops(b);
+    if constexpr (std::is_same_v<Backend, backend::dnnl>) onnx::install_dnnl_lowerings(b);
+}
 
 inline constexpr bool cuda_built =
 #if defined(TSOPT_HAVE_CUDA)

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "backends.hpp"
+#include "tsopt/backend/profile.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "progress.hpp"
@@ -25,10 +26,11 @@ const std::string_view bench_help =
     "  --dims NAME=N,...   values for named symbolic dimensions\n"
     "  --tolerance E       max relative error between the two models' outputs (default 1e-4)\n"
     "  --seed S            seed of the random inputs (default 1)\n"
+    "  --profile           where each model's time goes: its plan's steps timed one by one, summed per operator kind\n"
     "  -h, --help          this text\n";
 
 int bench_command(int argc, char** argv, int first) {
-    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}});
+    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}});
     const auto& files = a.positional();
     if (files.empty() || files.size() > 2)
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
@@ -46,7 +48,7 @@ int bench_command(int argc, char** argv, int first) {
         typename B::options bo;
         bo.warmup = 0;  // warmed up below, then timed in interleaved single runs
         B be(bo);
-        install_opaque_ops(be);
+        install_device_ops(be);
         // Opaque nodes without an implementation are cut out: what surrounds
         // them is timed and compared (cut_around).
         std::set<std::string> unimplemented;
@@ -94,6 +96,8 @@ int bench_command(int argc, char** argv, int first) {
                       << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
             if (!agree) throw mismatch_error("the two models' outputs differ on the same random inputs");
         }
+        if (a.flag("--profile"))
+            for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m]);
         return static_cast<int>(exit_code::ok);
     });
 }

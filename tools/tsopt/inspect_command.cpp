@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "backends.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "tsopt/cost/multi_dim.hpp"
@@ -62,14 +63,18 @@ int inspect_command(int argc, char** argv, int first) {
 
     backend::reference ref;
     onnx::install_reference_ops(ref);
+    backend::dnnl cpu({.persist = false});
+    onnx::install_dnnl_lowerings(cpu);
     if (opaque.empty()) std::cout << "opaque operators: none (every operator is declared to tsopt and can be rewritten)\n";
     else {
         std::cout << "opaque operators (kept as they are, not rewritten; the graph around them still is):\n";
         for (const auto& [t, n] : opaque) {
             const auto& names = opaque_names[t];
             std::cout << "  " << std::setw(6) << n << "  " << t << "  e.g. '" << names.front() << "'"
-                      << (ref.opaque_impls.count(t) ? "; runs on the host (reference implementation)"
-                                                    : "; no implementation: tsopt's backends cannot run it")
+                      << (cpu.opaque_lowerings.count(t)
+                              ? "; runs on oneDNN (configurations its lowering declines: on the host)"
+                              : ref.opaque_impls.count(t) ? "; runs on the host (reference implementation)"
+                                                          : "; no implementation: tsopt's backends cannot run it")
                       << "\n";
         }
     }

@@ -134,7 +134,7 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     bo.verify_tolerance = s.tolerance;
     keep = std::make_shared<B>(bo);
     B& be = *keep;
-    install_opaque_ops(be);
+    install_device_ops(be);
     if constexpr (requires { be.price_for_model(g); }) be.price_for_model(g);  // weights where the whole model leaves them
     outcome o;
     o.unimplemented = unimplemented_types(g, be.opaque_impls);

@@ -38,20 +38,35 @@ struct post_chain {
     }
 };
 
-// Whether value `v` (read by one ewadd) may be overwritten by a sum post-op:
-// computed by an operator already lowered, read by nothing else, not a graph
-// output, and the only value living in its buffer.
-inline bool can_accumulate_into(const lowering& L, value v) {
+// Whether value `v` (read by the ewadd `reader`) may be overwritten by a sum
+// post-op: computed by an operator already lowered, not a graph output, the
+// only value living in its buffer, and every other reader already lowered
+// (its steps run before the one that overwrites: a residual branch's input,
+// which the block's first convolution read).
+inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) {
     const auto n = static_cast<std::size_t>(v.node);
-    if (L.at(n).kind != node_kind::op || L.constant[n] || L.is_graph_output(n) || L.consumers[n].size() != 1) return false;
+    if (L.at(n).kind != node_kind::op || L.constant[n] || L.is_graph_output(n)) return false;
+    for (const auto& [c32, slot] : L.consumers[n]) {
+        const auto c = static_cast<std::size_t>(c32);
+        if (c == reader || L.at(c).inputs[static_cast<std::size_t>(slot)].output != v.output) continue;
+        if (L.vals[c].empty() && !L.absorbed[c]) return false;
+    }
     const auto& outs = L.vals[n];
     if (static_cast<std::size_t>(v.output) >= outs.size()) return false;
     const tref& r = outs[static_cast<std::size_t>(v.output)];
     if (r.buf < 0 || r.offset != 0 || L.persistent(r)) return false;
+    // The stages of one fused primitive (its node and the chain absorbed into
+    // it, each read only by the next) share its buffer: one value.
+    auto root = [&](std::size_t k) {
+        for (auto [a, into] : L.p.fused)
+            if (static_cast<std::size_t>(a) == k) return static_cast<std::size_t>(into);
+        return k;
+    };
+    const std::size_t own = root(n);
     int sharing = 0;
-    for (const auto& vs : L.vals)
-        for (const tref& t : vs) sharing += t.buf == r.buf;
-    return sharing == 1;
+    for (std::size_t k = 0; k < L.vals.size(); ++k)
+        for (const tref& t : L.vals[k]) sharing += t.buf == r.buf && root(k) != own;
+    return sharing == 0;
 }
 
 // The operators after node i (C output channels) that can run as its post-ops;
@@ -79,7 +94,7 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
             const int other = slot == 0 ? 1 : 0;
             if (!L.lowered(nx, other)) break;
             if (binary && n.is_op(spec::op_kind::ewadd) && L.in_shape(nx, other) == out && !c.sum() &&
-                can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)])) {
+                can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)], nx)) {
                 c.ops.push_back({dn::algorithm::undef, L.in(nx, other)});
                 c.kinds.push_back(post_chain::kind::sum);
             } else {

@@ -41,9 +41,22 @@ namespace dnnl_impl {
 inline void lower_node(lowering& L, std::size_t i) {
     if (L.absorbed[i]) return;  // runs inside its producer's primitive
     const node& n = L.at(i);
-    if (n.kind == node_kind::opaque) return L.fallback(i, "opaque operator");
-    using K = spec::op_kind;
     auto m = L.checkpoint();
+    if (n.kind == node_kind::opaque) {
+        auto it = L.native.find(n.opaque->type);
+        bool done = false;
+        if (it != L.native.end()) try {
+                done = it->second(L, i);
+            } catch (const dn::error&) {
+            } catch (const refused&) {
+            }
+        if (!done) {
+            L.rollback(m, i);
+            L.fallback(i, "opaque operator");
+        }
+        return;
+    }
+    using K = spec::op_kind;
     try {
         switch (n.op) {
             case K::conv2d: return lower_conv2d(L, i);
@@ -80,10 +93,11 @@ inline void lower_node(lowering& L, std::size_t i) {
     }
 }
 
-inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque) {
+inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque,
+                                     const opaque_lowering_map& native = {}) {
     g.validate();
     auto p = std::make_unique<plan>(eng);
-    lowering L(*p, g, opaque);
+    lowering L(*p, g, opaque, native);
     const std::vector<bool> live = live_nodes(g);
     // Weights first, so a node may read a constant operand whose weight comes
     // later in topological order (a conv fusing a bias added after it).
@@ -162,6 +176,9 @@ public:
 
     // Implementations for opaque operators, by type name (as in the reference backend).
     dnnl_impl::opaque_map opaque_impls;
+    // Native oneDNN lowerings of opaque types (onnx_ops.hpp installs the
+    // ONNX ones); a node whose configuration they refuse runs opaque_impls.
+    dnnl_impl::opaque_lowering_map opaque_lowerings;
     std::size_t plan_compiles = 0, plan_reuses = 0;
 
     dnnl() : dnnl(options{}) {}
@@ -174,7 +191,7 @@ public:
                               : std::filesystem::path{}) {}
 
     // A fresh plan for g (execute() keeps and reuses them; this does not).
-    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls); }
+    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings); }
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
         check_inputs(g, in);
@@ -266,13 +283,14 @@ public:
         std::string what;         // the step's description ("matmul", "reorder", ...)
         bool conversion = false;  // a layout conversion feeding the node
         double ms = 0;
+        std::string impl;  // oneDNN's implementation (e.g. "brg:avx2"); empty for custom steps
     };
     std::vector<step_time> profile(const graph& g, std::span<const tensor<float>> in, int reps = 10) {
         check_inputs(g, in);
         dnnl_impl::plan& p = plan_for(g);
         for (int w = 0; w < opt_.warmup; ++w) p.run(in);
         std::vector<step_time> r;
-        for (auto& s : p.steps) r.push_back({s.node, s.what, s.conversion, std::numeric_limits<double>::infinity()});
+        for (auto& s : p.steps) r.push_back({s.node, s.what, s.conversion, std::numeric_limits<double>::infinity(), s.impl});
         for (int k = 0; k < std::max(reps, 1); ++k) {
             p.load_inputs(in);
             for (std::size_t s = 0; s < p.steps.size(); ++s)

@@ -2,7 +2,7 @@
 // matmul on oneDNN: a[..., m, k] x b[..., k, n], batch axes broadcast (a
 // lower-rank operand is viewed with leading 1s), activation fused as an
 // eltwise post-op. A constant rank-2 b is reordered once into the layout the
-// primitive prefers.
+// primitive prefers; a constant per-column add after it is its bias.
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -11,13 +11,44 @@ inline void lower_matmul(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     dims od = L.out_dims(i);
     dims ad = pad_front(L.in_dims(i, 0), od.size()), bd = pad_front(L.in_dims(i, 1), od.size());
+    // A constant 2-D weight applied to every row of a higher-rank input (a
+    // transformer's linear layers: [1, seq, hidden] x [hidden, out]) is one
+    // 2-D product over the rows, so the weight is packed once at compile
+    // time instead of at every run.
+    const dims out_dims = od;
+    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() > 2) {
+        const std::int64_t rows = elements(od) / od.back();
+        ad = {rows, ad.back()};
+        bd = L.in_dims(i, 1);
+        od = {rows, od.back()};
+    }
     auto wmd = L.is_const(i, 1) && od.size() == 2 ? any_md(bd) : plain_md(bd);
-    dn::matmul::primitive_desc pd(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
+    // The single reader that adds a constant per-column vector (a linear
+    // layer's bias) runs as the matmul's bias, before its activation.
+    std::optional<std::size_t> bias_node;
+    tref bias;
+    if (od.size() == 2 && !n.params[spec::matmul_p::act] && !L.is_graph_output(i) && L.consumers[i].size() == 1) {
+        const auto [nx32, slot] = L.consumers[i][0];
+        const auto nx = static_cast<std::size_t>(nx32);
+        const node& add = L.at(nx);
+        const int other = slot == 0 ? 1 : 0;
+        if (add.is_op(spec::op_kind::ewadd) && add.inputs.size() == 2 && add.inputs[0] != add.inputs[1] &&
+            add.out_layout == n.out_layout && add.shapes[0] == n.shapes[0] && L.is_const(nx, other) && L.lowered(nx, other) &&
+            pad_front(L.in_dims(nx, other), out_dims.size()) == pad_front(dims{od.back()}, out_dims.size())) {
+            bias = L.plain(L.in(nx, other), {1, od.back()}, nx);
+            if (L.persistent(bias)) bias_node = nx;
+        }
+    }
+    auto pd = bias_node ? dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, bias.md, plain_md(od), L.attr())
+                        : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
     tref a = L.plain(L.in(i, 0), ad, i);
     tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
     tref y = L.fresh(pd.dst_desc());
-    L.add<dn::matmul>(i, pd, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, y}}, "matmul");
-    L.set(i, 0, y);
+    std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, y}};
+    if (bias_node) args.push_back({DNNL_ARG_BIAS, bias});
+    L.add<dn::matmul>(i, pd, std::move(args), bias_node ? "matmul + bias" : "matmul");
+    L.set(i, 0, y.as(plain_md(out_dims)));
+    if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
 }
 
 }  // namespace tsopt::backend::dnnl_impl

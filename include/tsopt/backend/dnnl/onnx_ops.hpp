@@ -17,10 +17,11 @@
 //
 //   Clip, Relu6-style clips      eltwise_clip_v2 (constant bounds)
 //   Sqrt, Exp, Log, Abs, Neg     eltwise
-//   Pow (constant scalar exponent) eltwise_pow
+//   Pow (constant scalar exponent) eltwise square / sqrt / pow
 //   HardSigmoid, HardSwish, LeakyRelu, Gelu  eltwise
 //   Erf                          a vectorized loop over the buffer (oneDNN has none)
 //   Sub, Div                     binary (second operand broadcast)
+//   Div by sqrt(2) -> Erf -> +1 -> *x -> *0.5   one eltwise_gelu_erf (GELU as exporters write it)
 //   ReduceMean, ReduceSum        reduction (axes from the attribute or a constant input)
 //   LayerNormalization           layer_normalization over the last axis, scale and bias
 //   MaxPool, AveragePool         pooling with explicit / asymmetric pads, ceil_mode,
@@ -113,6 +114,54 @@ inline bool binary(lowering& L, std::size_t i, dn::algorithm alg, const char* wh
     tref a = L.plain(L.in(i, 0), od, i);
     tref b = L.plain(L.in(i, 1), pad_front(L.in_dims(i, 1), od.size()), i);
     L.set(i, 0, binary_step(L, i, alg, a, b, what));
+    return true;
+}
+
+// GELU as exporters write it: x / sqrt(2) -> Erf -> + 1 -> * x -> * 0.5
+// (the two multiplications in either order), each step read only by the
+// next. Lowered at the Div as one eltwise_gelu_erf on x; the four nodes
+// after it are absorbed (they would be five passes over the tensor, Erf on
+// the host).
+inline bool gelu_from_div(lowering& L, std::size_t div) {
+    const node& d = L.at(div);
+    auto c = constant_scalar(L, div, 1);
+    if (!c || std::fabs(*c - std::sqrt(2.f)) > 1e-4f || d.num_outputs() != 1) return false;
+    const value x = d.inputs[0];
+    // The single reader of node n (none when read twice, or a graph output).
+    auto next = [&](std::size_t n) -> std::optional<std::size_t> {
+        if (L.is_graph_output(n) || L.consumers[n].size() != 1 || L.at(n).num_outputs() != 1) return std::nullopt;
+        const auto r = static_cast<std::size_t>(L.consumers[n][0].first);
+        if (L.at(r).shapes.size() != 1 || L.at(r).shapes[0] != d.shapes[0]) return std::nullopt;
+        return r;
+    };
+    // Node n is `op` of the chain's running value and a constant scalar `k`.
+    auto with_constant = [&](std::size_t n, spec::op_kind op, float k, std::size_t from) {
+        const node& m = L.at(n);
+        if (!m.is_op(op) || m.inputs.size() != 2) return false;
+        const int other = static_cast<std::size_t>(m.inputs[0].node) == from ? 1 : 0;
+        auto v = constant_scalar(L, n, other);
+        return v && *v == k;
+    };
+    auto erf = next(div);
+    if (!erf || L.at(*erf).kind != node_kind::opaque || L.at(*erf).opaque->type != "Erf") return false;
+    auto add = next(*erf);
+    if (!add || !with_constant(*add, spec::op_kind::ewadd, 1.f, *erf)) return false;
+    auto m1 = next(*add);
+    auto m2 = m1 ? next(*m1) : std::nullopt;
+    if (!m2) return false;
+    auto times_x = [&](std::size_t n, std::size_t from) {
+        const node& m = L.at(n);
+        return m.is_op(spec::op_kind::ewmul) && m.inputs.size() == 2 &&
+               ((m.inputs[0] == x && static_cast<std::size_t>(m.inputs[1].node) == from) ||
+                (m.inputs[1] == x && static_cast<std::size_t>(m.inputs[0].node) == from));
+    };
+    auto half = [&](std::size_t n, std::size_t from) {
+        return with_constant(n, spec::op_kind::ewmul, 0.5f, from) || with_constant(n, spec::op_kind::smul, 0.5f, from);
+    };
+    if (!((times_x(*m1, *add) && half(*m2, *m1)) || (half(*m1, *add) && times_x(*m2, *m1)))) return false;
+    tref y = eltwise_step(L, div, L.in(div, 0), dn::algorithm::eltwise_gelu_erf, 0.f, 0.f, "gelu (x / sqrt 2, erf, +1, *x, *0.5)");
+    L.set(div, 0, y);
+    for (std::size_t n : {*erf, *add, *m1, *m2}) L.absorb(n, div, y);
     return true;
 }
 
@@ -276,7 +325,7 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
         return d::eltwise(L, i, tanh ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf, 0.f, 0.f, "gelu");
     };
     m["Sub"] = [](d::lowering& L, std::size_t i) { return d::binary(L, i, alg::binary_sub, "sub"); };
-    m["Div"] = [](d::lowering& L, std::size_t i) { return d::binary(L, i, alg::binary_div, "div"); };
+    m["Div"] = [](d::lowering& L, std::size_t i) { return d::gelu_from_div(L, i) || d::binary(L, i, alg::binary_div, "div"); };
     m["ReduceMean"] = [](d::lowering& L, std::size_t i) { return d::reduce(L, i, alg::reduction_mean, "reduce mean"); };
     m["ReduceSum"] = [](d::lowering& L, std::size_t i) { return d::reduce(L, i, alg::reduction_sum, "reduce sum"); };
     m["LayerNormalization"] = d::layer_norm;

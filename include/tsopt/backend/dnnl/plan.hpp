@@ -102,6 +102,7 @@ struct step {
     std::int32_t node = -1;
     bool conversion = false;  // a layout conversion, not the node's own work
     std::string what;
+    std::string impl;  // oneDNN's implementation name (primitives only)
     std::optional<dn::primitive> prim;
     std::vector<std::pair<int, tref>> args;
     std::size_t scratch = 0;
@@ -227,6 +228,14 @@ private:
 using backend::opaque_fn;
 using backend::opaque_map;
 
+class lowering;
+// A native lowering of an opaque operator type (backend::dnnl::
+// opaque_lowerings, e.g. the ONNX ones of onnx_ops.hpp): false, or throwing
+// refused / dnnl::error, where it does not handle the node's configuration
+// (the node then runs on its host implementation).
+using opaque_lowering = std::function<bool(lowering&, std::size_t)>;
+using opaque_lowering_map = std::map<std::string, opaque_lowering, std::less<>>;
+
 // The lowering context: graph values to buffers, with helpers for the
 // operator files.
 class lowering {
@@ -234,14 +243,15 @@ public:
     plan& p;
     const graph& g;
     const opaque_map& opaque;
+    const opaque_lowering_map& native;  // opaque types with a oneDNN lowering
     std::vector<bool> constant;
     std::vector<std::vector<tref>> vals;  // per node, per output
     std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
     std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
 
-    lowering(plan& pl, const graph& gr, const opaque_map& op)
-        : p(pl), g(gr), opaque(op), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
+    lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat)
+        : p(pl), g(gr), opaque(op), native(nat), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
           consumers(gr.consumers()), absorbed(gr.size(), false) {}
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
@@ -323,6 +333,7 @@ public:
         s.conversion = conversion;
         s.what = std::move(what);
         s.prim = Prim(pd);
+        s.impl = pd.impl_info_str();
         s.args = std::move(args);
         s.scratch_md = pd.scratchpad_desc();
         s.scratch = s.scratch_md.get_size();
