@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""tsopt against the runtimes users already have, side by side in one run.
+
+For each real model (ONNX exported from PyTorch by bench/export_models.py)
+and each thread count: `tsopt optimize` once, then R interleaved rounds of
+
+  tsopt (oneDNN) on the original and on its optimized model  (`tsopt bench A B`),
+  ONNX Runtime (ORT_ENABLE_ALL) on the original and on tsopt's output,
+  OpenVINO (CPU, LATENCY hint) on the original,
+
+each round the median of K runs, the table the median over rounds. Ratios
+are other / tsopt-optimized (above 1: tsopt is faster). Outputs are checked:
+ONNX Runtime on tsopt's model against ONNX Runtime on the original, same
+random input (`agree`: max relative error <= 1e-4).
+
+  bench/vs_runtimes.sh [options]      (creates the virtual environment, then runs this)
+  python bench/vs_runtimes.py --models DIR [--only a,b] [--threads 1,2] [--rounds 5] [--reps 10]
+                              [--budget 30] [--tsopt build/tools/tsopt/tsopt] [--markdown FILE]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import openvino as ov
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def ort_session(path, threads):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def median_ms(fn, reps):
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def rel_error(a, b):
+    err = 0.0
+    for x, y in zip(a, b):
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x.shape != y.shape:
+            return float("inf")
+        scale = max(float(np.max(np.abs(y))), 1e-30)
+        err = max(err, float(np.max(np.abs(x - y))) / scale)
+    return err
+
+
+TSOPT_LINE = re.compile(r"^\s+(\S+)\s+([0-9.]+) ms")
+
+
+def tsopt_bench(tsopt, orig, opt, threads, reps):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    r = subprocess.run([tsopt, "bench", str(orig), str(opt), "--reps", str(reps)], env=env, capture_output=True, text=True)
+    times = [float(m.group(2)) for m in map(TSOPT_LINE.match, r.stdout.splitlines()) if m]
+    if r.returncode != 0 or len(times) != 2:
+        raise RuntimeError(f"tsopt bench exited {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}")
+    return times
+
+
+def run_model(args, name, path, threads, work):
+    opt = work / f"{name}.t{threads}.tsopt.onnx"
+    report = work / f"{name}.t{threads}.report.json"
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    t0 = time.perf_counter()
+    r = subprocess.run([args.tsopt, "optimize", str(path), "-o", str(opt), "--budget", str(args.budget), "--report", str(report)],
+                       env=env, capture_output=True, text=True)
+    search_s = time.perf_counter() - t0
+    row = {"model": name, "threads": threads, "optimize_exit": r.returncode, "optimize_s": round(search_s, 1)}
+    if r.returncode != 0:
+        row["error"] = (r.stderr or r.stdout).strip().splitlines()[-1:]
+        log(f"  {name} t={threads}: tsopt optimize exited {r.returncode}: {row['error']}")
+        return row
+
+    s_orig, s_opt = ort_session(path, threads), ort_session(opt, threads)
+    inp = s_orig.get_inputs()[0]
+    x = np.random.default_rng(1).random([d if isinstance(d, int) else 1 for d in inp.shape], dtype=np.float32)
+    feed = {inp.name: x}
+    row["agree_error"] = rel_error(s_opt.run(None, {s_opt.get_inputs()[0].name: x}), s_orig.run(None, feed))
+    core = ov.Core()
+    compiled = core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    req = compiled.create_infer_request()
+    runners = {
+        "ort_orig": lambda: s_orig.run(None, feed),
+        "ort_tsopt": lambda: s_opt.run(None, {s_opt.get_inputs()[0].name: x}),
+        "ov_orig": lambda: req.infer({0: x}),
+    }
+    for f in runners.values():  # warm-up
+        for _ in range(3):
+            f()
+    rounds = {k: [] for k in ["tsopt_orig", "tsopt_opt", *runners]}
+    for rnd in range(args.rounds):
+        a, b = tsopt_bench(args.tsopt, path, opt, threads, args.reps)
+        rounds["tsopt_orig"].append(a)
+        rounds["tsopt_opt"].append(b)
+        for k, f in runners.items():
+            rounds[k].append(median_ms(f, args.reps))
+        log(f"  {name} t={threads} round {rnd + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rounds.items()))
+    for k, v in rounds.items():
+        row[k] = round(statistics.median(v), 3)
+    row["vs_ort"] = round(row["ort_orig"] / row["tsopt_opt"], 3)
+    row["vs_ov"] = round(row["ov_orig"] / row["tsopt_opt"], 3)
+    row["ort_on_tsopt_output"] = round(row["ort_orig"] / row["ort_tsopt"], 3)
+    return row
+
+
+def markdown(rows, args):
+    out = [f"| model | threads | tsopt original ms | tsopt optimized ms | ORT original ms | ORT on tsopt's model ms "
+           f"| OpenVINO original ms | tsopt vs ORT | tsopt vs OpenVINO | ORT gain from tsopt's model | optimize s | agree |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["optimize_exit"] != 0:
+            out.append(f"| {r['model']} | {r['threads']} | exit {r['optimize_exit']}: {' '.join(r.get('error', []))} "
+                       "| – | – | – | – | – | – | – | – | – |")
+            continue
+        out.append(f"| {r['model']} | {r['threads']} | {r['tsopt_orig']:.2f} | {r['tsopt_opt']:.2f} | {r['ort_orig']:.2f} "
+                   f"| {r['ort_tsopt']:.2f} | {r['ov_orig']:.2f} | **{r['vs_ort']:.2f}x** | **{r['vs_ov']:.2f}x** "
+                   f"| {r['ort_on_tsopt_output']:.2f}x | {r['optimize_s']} "
+                   f"| {'yes' if r['agree_error'] <= 1e-4 else 'NO'} ({r['agree_error']:.1e}) |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", required=True, type=Path, help="folder of <name>.onnx (bench/export_models.py)")
+    ap.add_argument("--only", default="", help="comma-separated model names (default: every .onnx in --models)")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--budget", type=float, default=30)
+    ap.add_argument("--tsopt", default="build/tools/tsopt/tsopt")
+    ap.add_argument("--json", type=Path, help="also write the rows as JSON")
+    ap.add_argument("--markdown", type=Path, help="also write the table as Markdown")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.reps < 1 or args.budget <= 0:
+        ap.error("--rounds and --reps must be >= 1 and --budget > 0")
+    models = sorted(args.models.glob("*.onnx"))
+    if args.only:
+        wanted = args.only.split(",")
+        models = [m for m in models if m.stem in wanted]
+        missing = set(wanted) - {m.stem for m in models}
+        if missing:
+            ap.error(f"not in {args.models}: {', '.join(sorted(missing))}")
+    if not models:
+        ap.error(f"no .onnx models in {args.models}")
+    threads = [int(t) for t in args.threads.split(",")]
+    print(f"vs_runtimes: onnxruntime {ort.__version__}, openvino {ov.__version__}, {os.cpu_count()} CPUs, "
+          f"threads {threads}, {args.rounds} rounds x {args.reps} runs, budget {args.budget} s", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tsopt-vs-runtimes-") as tmp:
+        for i, m in enumerate(models):
+            for t in threads:
+                log(f"[{i + 1}/{len(models)}] {m.stem}, {t} thread(s)")
+                try:
+                    rows.append(run_model(args, m.stem, m, t, Path(tmp)))
+                except RuntimeError as e:
+                    rows.append({"model": m.stem, "threads": t, "optimize_exit": -1, "error": [str(e)]})
+    table = markdown(rows, args)
+    print(table)
+    ok = [r for r in rows if r["optimize_exit"] == 0]
+    if ok:
+        print(f"summary: {len(ok)}/{len(rows)} runs optimized; tsopt vs ORT geomean "
+              f"{float(np.exp(np.mean(np.log([r['vs_ort'] for r in ok])))):.2f}x, vs OpenVINO "
+              f"{float(np.exp(np.mean(np.log([r['vs_ov'] for r in ok])))):.2f}x; "
+              f"outputs agree on {sum(r['agree_error'] <= 1e-4 for r in ok)}/{len(ok)}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    if args.markdown:
+        args.markdown.write_text(table + "\n")
+    return 0 if len(ok) == len(rows) and all(r["agree_error"] <= 1e-4 for r in ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

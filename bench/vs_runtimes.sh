@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The judge: tsopt against ONNX Runtime and OpenVINO on real models exported
+# from PyTorch, interleaved in one run (bench/vs_runtimes.py has the method).
+#
+#   bash bench/vs_runtimes.sh [build-dir] [-- vs_runtimes.py options]
+#   bash bench/vs_runtimes.sh build -- --only resnet50,bert --threads 1 --markdown /tmp/t.md
+#
+# Creates its virtual environment (VENV, default ~/.cache/tsopt/venv-bench:
+# onnxruntime, openvino, onnx, numpy from PyPI) and the models (MODELS_DIR,
+# default ~/.cache/tsopt/models, by bench/export_models.py with Debian's
+# python3-torch), builds the tsopt command, then runs the comparison.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+[ "${1:-}" = "--" ] && shift
+venv=${VENV:-$HOME/.cache/tsopt/venv-bench}
+models=${MODELS_DIR:-$HOME/.cache/tsopt/models}
+[ -d "$build/meson-private" ] || { echo "vs_runtimes: $build is not a configured meson build directory" >&2; exit 2; }
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime, openvino, onnx, numpy' 2>/dev/null; then
+  echo "vs_runtimes: creating $venv (onnxruntime, openvino, onnx, numpy)" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --upgrade onnxruntime openvino onnx numpy
+fi
+/usr/bin/python3 bench/export_models.py "$models" --set issue >&2
+ninja -C "$build" tools/tsopt/tsopt >/dev/null
+exec "$venv/bin/python" bench/vs_runtimes.py --models "$models" --tsopt "$build/tools/tsopt/tsopt" "$@"
