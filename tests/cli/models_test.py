@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
-from ort_check import TOLERANCE, ensure_packages  # noqa: E402
+from ort_check import TOLERANCE, ensure_packages, relative_error  # noqa: E402
 
 TSOPT, WORK = sys.argv[1:3]
 failures = []
@@ -47,8 +47,7 @@ def ort_agree(np, ort, original, optimized):
     want, got = a.run(None, feeds), b.run(None, feeds)
     if len(want) != len(got):
         return float("inf")
-    return max(float(np.max(np.abs(g.astype(np.float64) - w)) / max(1e-6, float(np.max(np.abs(w)))))
-               for g, w in zip(got, want))
+    return max(relative_error(g, w) for g, w in zip(got, want))
 
 
 def unimplemented_operator(np, onnx, ort):

@@ -377,6 +377,71 @@ TEST_CASE("malformed: missing initializer") {
                          error);
 }
 
+TEST_CASE("malformed: invalid graphs are rejected by name, never repaired (issue #20)") {
+    SUBCASE("extra input beyond the operator's arity") {
+        builder b;
+        b.input("x", {1, 4});
+        b.input("z", {1, 4});
+        b.node("Relu", {"x", "z"}, {"y"}, "act");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'act' (Relu): has 2 inputs; Relu (opset 17) takes 1", error);
+    }
+    SUBCASE("an Add with a third input") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Add", {"x", "x", "x"}, {"y"}, "add");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'add' (Add): has 3 inputs; Add (opset 17) takes 2", error);
+    }
+    SUBCASE("too few inputs") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Mul", {"x"}, {"y"}, "mul");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'mul' (Mul): has 1 inputs; Mul (opset 17) takes 2", error);
+    }
+    SUBCASE("an input that is the node's own output") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Add", {"x", "y"}, {"y"}, "loop");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'loop' (Add): input 'y' is the node's own output (a cycle)", error);
+    }
+    SUBCASE("an undefined input of an optional slot the mapping ignores") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Dropout", {"x", "nowhere"}, {"y"}, "drop");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                             "node 'drop' (Dropout): input 'nowhere' is not produced by any node, graph input or initializer", error);
+    }
+    SUBCASE("an undefined input of an opaque operator") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Celu", {"ghost"}, {"y"}, "celu");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                             "node 'celu' (Celu): input 'ghost' is not produced by any node, graph input or initializer", error);
+    }
+    SUBCASE("a graph input listed twice") {
+        builder b;
+        b.input("x", {1, 4});
+        b.input("x", {1, 4});
+        b.node("Relu", {"x"}, {"y"});
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "graph input 'x' is listed twice", error);
+    }
+    SUBCASE("an initializer listed as a graph input stays valid (IR < 4)") {
+        builder b;
+        b.input("x", {1, 4});
+        b.weight("w", shape{1, 4}, 3);
+        b.input("w", {1, 4});
+        b.node("Add", {"x", "w"}, {"y"});
+        b.output("y");
+        CHECK(ox::import_model(b.bytes()).graph.inputs().size() == 1);
+    }
+}
+
 TEST_CASE("malformed: wrong opset") {
     builder b(9);
     b.input("x", {1});

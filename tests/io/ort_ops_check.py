@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_check import TOLERANCE, ensure_packages  # noqa: E402
+from ort_check import TOLERANCE, ensure_packages, relative_error  # noqa: E402
 
 
 def cases(np, helper, T, nh):
@@ -122,7 +122,7 @@ def main():
             if got.size != want.size:
                 raise AssertionError(f"shape {got.shape}, ONNX Runtime {want.shape}")
             got = got.reshape(want.shape)
-            err = float(np.max(np.abs(got.astype(np.float64) - want)) / max(1e-6, float(np.max(np.abs(want)))))
+            err = relative_error(got, want)
             ok = err <= TOLERANCE
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: tsopt vs ONNX Runtime {ort.__version__}: rel err {err:.2e}")

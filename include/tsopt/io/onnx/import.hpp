@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <onnx/defs/schema.h>
@@ -66,8 +67,11 @@ public:
             if (syms_.count(t.name())) throw error("initializer '" + t.name() + "' is defined twice");
             syms_[t.name()].c = &t;
         }
-        for (const auto& vi : gp.input())
-            if (!syms_.count(vi.name())) add_input(vi);
+        std::set<std::string, std::less<>> input_names;
+        for (const auto& vi : gp.input()) {
+            if (!input_names.insert(vi.name()).second) throw error("graph input '" + vi.name() + "' is listed twice");
+            if (!syms_.count(vi.name())) add_input(vi);  // an initializer listed as an input (IR < 4) is a constant
+        }
         for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
         for (const auto& vi : gp.output()) {
             g_.mark_output(as_value(vi.name(), "graph output '" + vi.name() + "'"));
@@ -201,6 +205,8 @@ private:
         if (n.output_size() == 0) throw error(who + ": has no outputs");
         try {
             bool standard = n.domain().empty() || n.domain() == "ai.onnx";
+            check_references(n, who);
+            if (standard) check_arity(n, who);
             if (standard && n.op_type() == "Constant") return add_constant(n, who);
             std::vector<value> outs;
             if (standard) outs = map_standard(n, who);
@@ -220,6 +226,37 @@ private:
             if (m.rfind(who, 0) == 0) throw;
             throw error(who + ": " + m);
         }
+    }
+
+    // Every named input is its node's own output neither directly nor
+    // (since nodes are in topological order) otherwise, and is defined
+    // before the node: an invalid graph is rejected, never repaired.
+    void check_references(const pb::NodeProto& n, const std::string& who) const {
+        for (const std::string& nm : n.input()) {
+            if (nm.empty()) continue;
+            for (const std::string& o : n.output())
+                if (o == nm) throw error(who + ": input '" + nm + "' is the node's own output (a cycle)");
+            if (!syms_.count(nm))
+                throw error(who + ": input '" + nm + "' is not produced by any node, graph input or initializer");
+        }
+    }
+    // Input and output counts within the operator's ONNX schema at the
+    // model's opset (operators libonnx does not know are left to the opaque
+    // path, which keeps every input).
+    void check_arity(const pb::NodeProto& n, const std::string& who) const {
+        const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
+        if (!schema) return;
+        auto range = [](int lo, int hi) {
+            return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
+                   : lo == hi                             ? std::to_string(lo)
+                                                          : std::to_string(lo) + ".." + std::to_string(hi);
+        };
+        if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input())
+            throw error(who + ": has " + std::to_string(n.input_size()) + " inputs; " + n.op_type() + " (opset " +
+                        std::to_string(opset_) + ") takes " + range(schema->min_input(), schema->max_input()));
+        if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output())
+            throw error(who + ": has " + std::to_string(n.output_size()) + " outputs; " + n.op_type() + " (opset " +
+                        std::to_string(opset_) + ") gives " + range(schema->min_output(), schema->max_output()));
     }
 
     // Binds an output name and checks it against the model's declared shape.
