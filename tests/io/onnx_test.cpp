@@ -442,6 +442,48 @@ TEST_CASE("malformed: invalid graphs are rejected by name, never repaired (issue
     }
 }
 
+TEST_CASE("import: integer shape arithmetic is folded (Shape, Gather, Unsqueeze, Slice, Mul, Concat, Reshape)") {
+    // What PyTorch exports for x.reshape(x.shape[0], -1) and x.flatten(1).
+    builder b;
+    b.input("x", {2, 3, 4});
+    b.ints("zero", {0});
+    b.ints("one", {1});
+    b.ints("big", {std::int64_t{1} << 40});
+    b.ints("minus1", {-1});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Gather", {"s", "zero"}, {"n"});  // [1]: index tensor of rank 1
+    b.node("Slice", {"s", "one", "big"}, {"tail"});
+    b.node("Gather", {"tail", "zero"}, {"t0"});
+    b.node("Gather", {"tail", "one"}, {"t1"});
+    b.node("Mul", {"t0", "t1"}, {"prod"});
+    builder::attr_int(b.node("Concat", {"n", "prod"}, {"target"}), "axis", 0);
+    b.node("Reshape", {"x", "target"}, {"flat"});
+    b.node("Shape", {"flat"}, {"fs"});
+    b.node("Squeeze", {"n"}, {"n0"});
+    b.node("Unsqueeze", {"n0", "zero"}, {"n1"});
+    builder::attr_int(b.node("Concat", {"n1", "minus1"}, {"t2"}), "axis", 0);
+    b.node("Reshape", {"flat", "t2"}, {"y"});
+    b.output("y");
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(ops_of(g) == ops_of([] {
+              graph h;
+              value x = h.input("x", {2, 3, 4});
+              h.mark_output(h.reshape(h.reshape(x, {2, 12}), {2, 12}));
+              return h;
+          }()));
+    CHECK(g.shape_of(g.outputs[0]) == shape{2, 12});
+
+    // A Gather index out of range is named.
+    builder c;
+    c.input("x", {2, 3});
+    c.ints("nine", {9});
+    c.node("Shape", {"x"}, {"s"});
+    c.node("Gather", {"s", "nine"}, {"bad"}, "pick");
+    c.node("Reshape", {"x", "bad"}, {"y"});
+    c.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'pick' (Gather): index 9 is out of range for extent 2"), error);
+}
+
 TEST_CASE("malformed: wrong opset") {
     builder b(9);
     b.input("x", {1});

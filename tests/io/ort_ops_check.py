@@ -71,6 +71,17 @@ def cases(np, helper, T, nh):
           n("ReduceMean", ["p"], ["v"], axes=[-1]), n("Add", ["v", "eps"], ["ve"]), n("Sqrt", ["ve"], ["sd"]),
           n("Div", ["d", "sd"], ["nrm"]), n("Mul", ["nrm", "s"], ["sc"]), n("Add", ["sc", "b"], ["y"])]
     yield "layernorm_decomposed", ln, {"x": x3}, {"two": f32(2), "eps": f32(1e-5), "s": scale, "b": bias}, 13
+    # Reshape targets computed from the input's shape (folded at import).
+    dyn = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "i0"], ["b"], axis=0), n("Unsqueeze", ["b", "ax0"], ["bu"]),
+           n("Slice", ["s", "one1", "big"], ["tail"]), n("Gather", ["tail", "first"], ["t0"]),
+           n("Gather", ["tail", "second"], ["t1"]), n("Mul", ["t0", "t1"], ["prod"]),
+           n("Concat", ["bu", "prod"], ["target"], axis=0),
+           n("Reshape", ["x", "target"], ["flat"]), n("Shape", ["flat"], ["fs"], start=-1),
+           n("Cast", ["fs"], ["fs64"], to=T.INT64), n("Div", ["fs64", "two64"], ["half"]),
+           n("Concat", ["minus1", "half"], ["t2"], axis=0), n("Reshape", ["flat", "t2"], ["y"])]
+    yield "shape_arithmetic", dyn, {"x": x3}, {"i0": i64(0), "ax0": i64([0]), "one1": i64([1]), "big": i64([1 << 40]),
+                                               "two64": i64([2]), "minus1": i64([-1]),
+                                               "first": i64([0]), "second": i64([1])}, 17
     # BERT's GELU as exported: x * 0.5 * (1 + erf(x / sqrt(2))).
     gelu = [n("Div", ["x", "r2"], ["q"]), n("Erf", ["q"], ["e"]), n("Add", ["e", "one"], ["e1"]), n("Mul", ["x", "e1"], ["m"]),
             n("Mul", ["m", "half"], ["y"])]
