@@ -35,6 +35,13 @@
 //                       (opset < 13 Softmax on a middle axis: reshape around it)
 //   Pad                 pad (constant mode, zero value, H/W axes of NCHW)
 //   Constant, initializers  weights (float) or shape constants (int)
+//   Shape, and Gather Unsqueeze Squeeze Concat Slice Cast Reshape Identity
+//   Neg Abs Add Sub Mul Div over int constants: evaluated at import (int64
+//   shape arithmetic; tsopt shapes are static), so Reshape/Expand targets an
+//   exporter computes from a tensor's shape are constants
+// Validation (rejected with a named error, never repaired): input and output
+// counts outside the operator's ONNX schema, an input that is undefined or
+// the node's own output, a graph input listed twice.
 // Opaque nodes: tsopt::onnx::install_reference_ops() registers reference
 // implementations (Div, general 2-D pooling, Clip, Erf, Gelu, HardSwish,
 // HardSigmoid, LayerNormalization, the Reduce* family, Pow, Sqrt, Sub, Where,

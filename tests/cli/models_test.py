@@ -5,7 +5,8 @@ usage: models_test.py TSOPT WORK_DIR
 
 1. A model with an operator no backend implements (Celu between two convs,
    built here): optimize exits 0, cuts the operator out of timing and
-   verification and says so on stdout and in the report; bench exits 0.
+   verification and says so on stdout and in the report; bench exits 0. The
+   same for a custom-domain operator named like a standard one (Clip).
 2. Every *.onnx in $TSOPT_REAL_MODELS (default /tmp/models: the set
    bench/export_models.py writes: torchvision backbones, a BERT encoder):
    optimize with the default backend exits 0, and ONNX Runtime computes the
@@ -23,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
-from ort_check import TOLERANCE, ensure_packages  # noqa: E402
+from ort_check import TOLERANCE, ensure_packages, relative_error  # noqa: E402
 
 TSOPT, WORK = sys.argv[1:3]
 failures = []
@@ -47,8 +48,7 @@ def ort_agree(np, ort, original, optimized):
     want, got = a.run(None, feeds), b.run(None, feeds)
     if len(want) != len(got):
         return float("inf")
-    return max(float(np.max(np.abs(g.astype(np.float64) - w)) / max(1e-6, float(np.max(np.abs(w)))))
-               for g, w in zip(got, want))
+    return max(relative_error(g, w) for g, w in zip(got, want))
 
 
 def unimplemented_operator(np, onnx, ort):
@@ -77,6 +77,28 @@ def unimplemented_operator(np, onnx, ort):
         expect("unimplemented Celu: bench exits 0", p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:])
 
 
+def custom_domain_operator(np, onnx):
+    """A custom-domain operator that reuses a standard type name is not run
+    with the standard operator's implementation: it is cut out and named."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    w = nh.from_array(np.random.default_rng(2).standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             h.make_node("Clip", ["c"], ["k"], domain="com.example"), h.make_node("Relu", ["k"], ["y"])]
+    g = h.make_graph(nodes, "custom", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 8, 8])], [w],
+                     value_info=[h.make_tensor_value_info("k", T.FLOAT, [1, 4, 8, 8])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.example", 1)])
+    path, out, rep = (os.path.join(WORK, f) for f in ("custom.onnx", "custom.opt.onnx", "custom.json"))
+    onnx.save(m, path)
+    p = run("optimize", path, "-o", out, "--budget", "1", "--reps", "2", "--report", rep)
+    expect("custom-domain Clip: optimize exits 0", p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:])
+    if p.returncode == 0:
+        cut = json.load(open(rep))["verification"]["cut_out_unimplemented"]
+        expect("custom-domain Clip: cut out by its domain-qualified name", cut == ["com.example.Clip"], str(cut))
+
+
 def real_models(np, ort):
     folder = os.environ.get("TSOPT_REAL_MODELS", "/tmp/models")
     models = sorted(glob.glob(os.path.join(folder, "*.onnx")))
@@ -102,6 +124,7 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     unimplemented_operator(np, onnx, ort)
+    custom_domain_operator(np, onnx)
     real_models(np, ort)
     if failures:
         print(f"{len(failures)} check(s) failed: {', '.join(failures)}")

@@ -377,6 +377,113 @@ TEST_CASE("malformed: missing initializer") {
                          error);
 }
 
+TEST_CASE("malformed: invalid graphs are rejected by name, never repaired (issue #20)") {
+    SUBCASE("extra input beyond the operator's arity") {
+        builder b;
+        b.input("x", {1, 4});
+        b.input("z", {1, 4});
+        b.node("Relu", {"x", "z"}, {"y"}, "act");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'act' (Relu): has 2 inputs; Relu (opset 17) takes 1", error);
+    }
+    SUBCASE("an Add with a third input") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Add", {"x", "x", "x"}, {"y"}, "add");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'add' (Add): has 3 inputs; Add (opset 17) takes 2", error);
+    }
+    SUBCASE("too few inputs") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Mul", {"x"}, {"y"}, "mul");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'mul' (Mul): has 1 inputs; Mul (opset 17) takes 2", error);
+    }
+    SUBCASE("an input that is the node's own output") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Add", {"x", "y"}, {"y"}, "loop");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "node 'loop' (Add): input 'y' is the node's own output (a cycle)", error);
+    }
+    SUBCASE("an undefined input of an optional slot the mapping ignores") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Dropout", {"x", "nowhere"}, {"y"}, "drop");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                             "node 'drop' (Dropout): input 'nowhere' is not produced by any node, graph input or initializer", error);
+    }
+    SUBCASE("an undefined input of an opaque operator") {
+        builder b;
+        b.input("x", {1, 4});
+        b.node("Celu", {"ghost"}, {"y"}, "celu");
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                             "node 'celu' (Celu): input 'ghost' is not produced by any node, graph input or initializer", error);
+    }
+    SUBCASE("a graph input listed twice") {
+        builder b;
+        b.input("x", {1, 4});
+        b.input("x", {1, 4});
+        b.node("Relu", {"x"}, {"y"});
+        b.output("y");
+        CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), "graph input 'x' is listed twice", error);
+    }
+    SUBCASE("an initializer listed as a graph input stays valid (IR < 4)") {
+        builder b;
+        b.input("x", {1, 4});
+        b.weight("w", shape{1, 4}, 3);
+        b.input("w", {1, 4});
+        b.node("Add", {"x", "w"}, {"y"});
+        b.output("y");
+        CHECK(ox::import_model(b.bytes()).graph.inputs().size() == 1);
+    }
+}
+
+TEST_CASE("import: integer shape arithmetic is folded (Shape, Gather, Unsqueeze, Slice, Mul, Concat, Reshape)") {
+    // What PyTorch exports for x.reshape(x.shape[0], -1) and x.flatten(1).
+    builder b;
+    b.input("x", {2, 3, 4});
+    b.ints("zero", {0});
+    b.ints("one", {1});
+    b.ints("big", {std::int64_t{1} << 40});
+    b.ints("minus1", {-1});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Gather", {"s", "zero"}, {"n"});  // [1]: index tensor of rank 1
+    b.node("Slice", {"s", "one", "big"}, {"tail"});
+    b.node("Gather", {"tail", "zero"}, {"t0"});
+    b.node("Gather", {"tail", "one"}, {"t1"});
+    b.node("Mul", {"t0", "t1"}, {"prod"});
+    builder::attr_int(b.node("Concat", {"n", "prod"}, {"target"}), "axis", 0);
+    b.node("Reshape", {"x", "target"}, {"flat"});
+    b.node("Shape", {"flat"}, {"fs"});
+    b.node("Squeeze", {"n"}, {"n0"});
+    b.node("Unsqueeze", {"n0", "zero"}, {"n1"});
+    builder::attr_int(b.node("Concat", {"n1", "minus1"}, {"t2"}), "axis", 0);
+    b.node("Reshape", {"flat", "t2"}, {"y"});
+    b.output("y");
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(ops_of(g) == ops_of([] {
+              graph h;
+              value x = h.input("x", {2, 3, 4});
+              h.mark_output(h.reshape(h.reshape(x, {2, 12}), {2, 12}));
+              return h;
+          }()));
+    CHECK(g.shape_of(g.outputs[0]) == shape{2, 12});
+
+    // A Gather index out of range is named.
+    builder c;
+    c.input("x", {2, 3});
+    c.ints("nine", {9});
+    c.node("Shape", {"x"}, {"s"});
+    c.node("Gather", {"s", "nine"}, {"bad"}, "pick");
+    c.node("Reshape", {"x", "bad"}, {"y"});
+    c.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'pick' (Gather): index 9 is out of range for extent 2"), error);
+}
+
 TEST_CASE("malformed: wrong opset") {
     builder b(9);
     b.input("x", {1});

@@ -35,6 +35,12 @@ def ensure_packages():
         return False
 
 
+def relative_error(got, want):
+    """max|got - want| / max|want|, the project's measure (float64)."""
+    import numpy as np
+    return float(np.max(np.abs(got.astype(np.float64) - want)) / max(1e-6, float(np.max(np.abs(want)))))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -71,7 +77,7 @@ def main():
                 want = onnx.numpy_helper.to_array(t)
                 if g.shape != want.shape:
                     raise AssertionError(f"output {i}: shape {g.shape}, reference {want.shape}")
-                err = float(np.max(np.abs(g.astype(np.float64) - want)) / max(1e-6, float(np.max(np.abs(want)))))
+                err = relative_error(g, want)
                 worst = max(worst, err)
             status = "ok  " if worst <= TOLERANCE else "FAIL"
             failures += worst > TOLERANCE

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_check import TOLERANCE, ensure_packages  # noqa: E402
+from ort_check import TOLERANCE, ensure_packages, relative_error  # noqa: E402
 
 
 def cases(np, helper, T, nh):
@@ -71,6 +71,17 @@ def cases(np, helper, T, nh):
           n("ReduceMean", ["p"], ["v"], axes=[-1]), n("Add", ["v", "eps"], ["ve"]), n("Sqrt", ["ve"], ["sd"]),
           n("Div", ["d", "sd"], ["nrm"]), n("Mul", ["nrm", "s"], ["sc"]), n("Add", ["sc", "b"], ["y"])]
     yield "layernorm_decomposed", ln, {"x": x3}, {"two": f32(2), "eps": f32(1e-5), "s": scale, "b": bias}, 13
+    # Reshape targets computed from the input's shape (folded at import).
+    dyn = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "i0"], ["b"], axis=0), n("Unsqueeze", ["b", "ax0"], ["bu"]),
+           n("Slice", ["s", "one1", "big"], ["tail"]), n("Gather", ["tail", "first"], ["t0"]),
+           n("Gather", ["tail", "second"], ["t1"]), n("Mul", ["t0", "t1"], ["prod"]),
+           n("Concat", ["bu", "prod"], ["target"], axis=0),
+           n("Reshape", ["x", "target"], ["flat"]), n("Shape", ["flat"], ["fs"], start=-1),
+           n("Cast", ["fs"], ["fs64"], to=T.INT64), n("Div", ["fs64", "two64"], ["half"]),
+           n("Concat", ["minus1", "half"], ["t2"], axis=0), n("Reshape", ["flat", "t2"], ["y"])]
+    yield "shape_arithmetic", dyn, {"x": x3}, {"i0": i64(0), "ax0": i64([0]), "one1": i64([1]), "big": i64([1 << 40]),
+                                               "two64": i64([2]), "minus1": i64([-1]),
+                                               "first": i64([0]), "second": i64([1])}, 17
     # BERT's GELU as exported: x * 0.5 * (1 + erf(x / sqrt(2))).
     gelu = [n("Div", ["x", "r2"], ["q"]), n("Erf", ["q"], ["e"]), n("Add", ["e", "one"], ["e1"]), n("Mul", ["x", "e1"], ["m"]),
             n("Mul", ["m", "half"], ["y"])]
@@ -122,7 +133,7 @@ def main():
             if got.size != want.size:
                 raise AssertionError(f"shape {got.shape}, ONNX Runtime {want.shape}")
             got = got.reshape(want.shape)
-            err = float(np.max(np.abs(got.astype(np.float64) - want)) / max(1e-6, float(np.max(np.abs(want)))))
+            err = relative_error(got, want)
             ok = err <= TOLERANCE
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: tsopt vs ONNX Runtime {ort.__version__}: rel err {err:.2e}")

@@ -101,13 +101,22 @@ void install_opaque_ops(Backend& b) {
     for (const auto& [name, fn] : r.opaque_impls) b.opaque_impls[name] = fn;
 }
 
-// Opaque operator types of g that `impls` (a backend's opaque_impls) cannot
-// run: no device can execute g whole while this is not empty.
+// An opaque node's type as the cut below names it: "Type" in the default
+// ONNX domain, "domain.Type" otherwise.
+inline std::string opaque_key(const node& n) {
+    bool standard = n.opaque->domain.empty() || n.opaque->domain == "ai.onnx";
+    return standard ? n.opaque->type : n.opaque->domain + "." + n.opaque->type;
+}
+
+// Opaque operator types of g that `impls` (a backend's opaque_impls, keyed by
+// type; they implement the default ONNX domain) cannot run: no device can
+// execute g whole while this is not empty.
 template <class Map>
 std::set<std::string> unimplemented_types(const graph& g, const Map& impls) {
     std::set<std::string> r;
     for (const node& n : g.nodes)
-        if (n.kind == node_kind::opaque && !impls.count(n.opaque->type)) r.insert(n.opaque->type);
+        if (n.kind == node_kind::opaque && (!impls.count(n.opaque->type) || opaque_key(n) != n.opaque->type))
+            r.insert(opaque_key(n));
     return r;
 }
 
@@ -120,7 +129,7 @@ std::set<std::string> unimplemented_types(const graph& g, const Map& impls) {
 inline graph cut_around(const graph& g, const std::set<std::string>& types) {
     std::vector<std::size_t> cut;
     for (std::size_t i = 0; i < g.size(); ++i)
-        if (g.nodes[i].kind == node_kind::opaque && types.count(g.nodes[i].opaque->type)) cut.push_back(i);
+        if (g.nodes[i].kind == node_kind::opaque && types.count(opaque_key(g.nodes[i]))) cut.push_back(i);
     std::stable_sort(cut.begin(), cut.end(), [&](std::size_t a, std::size_t b) { return g.nodes[a].name < g.nodes[b].name; });
     graph h = g;
     std::map<value, value> replaced;

@@ -102,7 +102,7 @@ public:
 private:
     bool skipped(const graph& g, std::size_t i) const {
         const node& n = g.nodes[i];
-        return n.kind == node_kind::opaque && skip_.count(n.opaque->type);
+        return n.kind == node_kind::opaque && skip_.count(opaque_key(n));
     }
     M* m_;
     std::set<std::string> skip_;

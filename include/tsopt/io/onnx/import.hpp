@@ -4,10 +4,12 @@
 // becomes an opaque node carrying its serialized attributes and its output
 // shapes (from the model's value_info or ONNX shape inference), so the model
 // round-trips and the rest of it is still optimized.
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <onnx/defs/schema.h>
@@ -66,8 +68,11 @@ public:
             if (syms_.count(t.name())) throw error("initializer '" + t.name() + "' is defined twice");
             syms_[t.name()].c = &t;
         }
-        for (const auto& vi : gp.input())
-            if (!syms_.count(vi.name())) add_input(vi);
+        std::set<std::string, std::less<>> input_names;
+        for (const auto& vi : gp.input()) {
+            if (!input_names.insert(vi.name()).second) throw error("graph input '" + vi.name() + "' is listed twice");
+            if (!syms_.count(vi.name())) add_input(vi);  // an initializer listed as an input (IR < 4) is a constant
+        }
         for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
         for (const auto& vi : gp.output()) {
             g_.mark_output(as_value(vi.name(), "graph output '" + vi.name() + "'"));
@@ -201,7 +206,10 @@ private:
         if (n.output_size() == 0) throw error(who + ": has no outputs");
         try {
             bool standard = n.domain().empty() || n.domain() == "ai.onnx";
+            check_references(n, who);
+            if (standard) check_arity(n, who);
             if (standard && n.op_type() == "Constant") return add_constant(n, who);
+            if (standard && fold_integer(n, who)) return;
             std::vector<value> outs;
             if (standard) outs = map_standard(n, who);
             if (outs.empty()) outs = make_opaque(n, who);
@@ -220,6 +228,37 @@ private:
             if (m.rfind(who, 0) == 0) throw;
             throw error(who + ": " + m);
         }
+    }
+
+    // Every named input is its node's own output neither directly nor
+    // (since nodes are in topological order) otherwise, and is defined
+    // before the node: an invalid graph is rejected, never repaired.
+    void check_references(const pb::NodeProto& n, const std::string& who) const {
+        for (const std::string& nm : n.input()) {
+            if (nm.empty()) continue;
+            for (const std::string& o : n.output())
+                if (o == nm) throw error(who + ": input '" + nm + "' is the node's own output (a cycle)");
+            if (!syms_.count(nm))
+                throw error(who + ": input '" + nm + "' is not produced by any node, graph input or initializer");
+        }
+    }
+    // Input and output counts within the operator's ONNX schema at the
+    // model's opset (operators libonnx does not know are left to the opaque
+    // path, which keeps every input).
+    void check_arity(const pb::NodeProto& n, const std::string& who) const {
+        const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
+        if (!schema) return;
+        auto range = [](int lo, int hi) {
+            return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
+                   : lo == hi                             ? std::to_string(lo)
+                                                          : std::to_string(lo) + ".." + std::to_string(hi);
+        };
+        if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input())
+            throw error(who + ": has " + std::to_string(n.input_size()) + " inputs; " + n.op_type() + " (opset " +
+                        std::to_string(opset_) + ") takes " + range(schema->min_input(), schema->max_input()));
+        if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output())
+            throw error(who + ": has " + std::to_string(n.output_size()) + " outputs; " + n.op_type() + " (opset " +
+                        std::to_string(opset_) + ") gives " + range(schema->min_output(), schema->max_output()));
     }
 
     // Binds an output name and checks it against the model's declared shape.
@@ -280,6 +319,215 @@ private:
         sym& s = syms_[n.output(0)];
         if (s.v || s.c) throw error(who + ": output '" + n.output(0) + "' is already defined earlier in the graph");
         s.c = &owned_.back();
+    }
+
+    // ---- integer shape arithmetic, folded at import ---------------------
+    // Exporters compute reshape targets from the input's shape (Shape ->
+    // Gather -> Unsqueeze -> Concat -> Reshape, with Cast, arithmetic,
+    // Slice, Squeeze). tsopt shapes are static, so such chains are
+    // constants: they are evaluated here (int64) and bound as constants,
+    // and the operators reading them (Reshape, Expand, ...) see constants.
+    struct int_tensor {
+        shape s;
+        std::vector<std::int64_t> v;
+    };
+    std::optional<int_tensor> int_const(const pb::NodeProto& n, int i, const std::string& who) const {
+        if (!has_in(n, i)) return std::nullopt;
+        auto* c = const_of(n.input(i));
+        if (!c || (c->data_type() != pb::TensorProto::INT64 && c->data_type() != pb::TensorProto::INT32)) return std::nullopt;
+        return int_tensor{tensor_shape(*c, who + ": constant '" + n.input(i) + "'", true), to_ints(*c, who + ": constant '" + n.input(i) + "'")};
+    }
+    void bind_int(const pb::NodeProto& n, const int_tensor& t, const std::string& who) {
+        if (t.v.size() > 1u << 20) throw error(who + ": folded integer tensor is too large");
+        pb::TensorProto p;
+        p.set_name(n.output(0));
+        p.set_data_type(pb::TensorProto::INT64);
+        for (auto d : t.s) p.add_dims(d);
+        for (auto x : t.v) p.add_int64_data(x);
+        owned_.push_back(std::move(p));
+        sym& s = syms_[n.output(0)];
+        if (s.v || s.c) throw error(who + ": output '" + n.output(0) + "' is already defined earlier in the graph");
+        s.c = &owned_.back();
+    }
+    static std::int64_t norm_axis(std::int64_t a, std::int64_t rank, const std::string& who) {
+        if (a < -rank || a >= rank) throw error(who + ": axis " + std::to_string(a) + " is outside [-" + std::to_string(rank) + ", " + std::to_string(rank) + ")");
+        return a < 0 ? a + rank : a;
+    }
+    static std::vector<std::int64_t> strides(const shape& s) {
+        std::vector<std::int64_t> st(static_cast<std::size_t>(s.rank), 1);
+        for (int d = s.rank - 2; d >= 0; --d) st[static_cast<std::size_t>(d)] = st[static_cast<std::size_t>(d + 1)] * s[d + 1];
+        return st;
+    }
+
+    // Evaluates node n when it is integer shape arithmetic over constants;
+    // returns false to map it the ordinary way.
+    bool fold_integer(const pb::NodeProto& n, const std::string& who) {
+        const std::string& t = n.op_type();
+        if (n.output_size() != 1 || n.output(0).empty()) return false;
+        attributes a(n, who);
+        if (t == "Shape") {
+            if (!has_in(n, 0)) return false;
+            shape s;
+            if (auto* c = const_of(n.input(0))) s = tensor_shape(*c, who + ": input", true);
+            else s = g_.shape_of(as_value(n.input(0), who));
+            std::int64_t r = s.rank, start = a.get_int("start", 0), end = a.get_int("end", r);
+            start = std::clamp<std::int64_t>(start < 0 ? start + r : start, 0, r);
+            end = std::clamp<std::int64_t>(end < 0 ? end + r : end, 0, r);
+            int_tensor out;
+            for (std::int64_t d = start; d < end; ++d) out.v.push_back(s[static_cast<int>(d)]);
+            out.s.push_back(static_cast<std::int64_t>(out.v.size()));
+            bind_int(n, out, who);
+            return true;
+        }
+        static constexpr std::string_view foldable[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add",
+                                                        "Sub", "Mul", "Div", "Reshape", "Identity", "Neg", "Abs"};
+        if (std::find(std::begin(foldable), std::end(foldable), t) == std::end(foldable)) return false;
+        std::vector<int_tensor> in;
+        for (int i = 0; i < n.input_size(); ++i) {
+            if (n.input(i).empty()) { in.emplace_back(); continue; }
+            auto c = int_const(n, i, who);
+            if (!c) return false;  // not all-integer-constant: an ordinary operator
+            in.push_back(std::move(*c));
+        }
+        if (in.empty() || n.input(0).empty()) return false;
+        int_tensor out;
+        const int_tensor& x = in[0];
+        if (t == "Identity") out = x;
+        else if (t == "Neg" || t == "Abs") {
+            out = x;
+            for (auto& v : out.v) v = t == "Neg" ? -v : std::abs(v);
+        } else if (t == "Cast") {
+            auto to = a.get_int("to", 0);
+            if (to != pb::TensorProto::INT64 && to != pb::TensorProto::INT32) return false;
+            out = x;
+        } else if (t == "Gather") {
+            if (in.size() != 2) return false;
+            std::int64_t axis = norm_axis(a.get_int("axis", 0), x.s.rank, who);
+            const int_tensor& idx = in[1];
+            for (int d = 0; d < axis; ++d) out.s.push_back(x.s[d]);
+            for (auto d : idx.s) out.s.push_back(d);
+            for (int d = static_cast<int>(axis) + 1; d < x.s.rank; ++d) out.s.push_back(x.s[d]);
+            if (out.s.rank > max_rank) return false;
+            std::int64_t outer = 1, inner = 1, ext = x.s[static_cast<int>(axis)];
+            for (int d = 0; d < axis; ++d) outer *= x.s[d];
+            for (int d = static_cast<int>(axis) + 1; d < x.s.rank; ++d) inner *= x.s[d];
+            for (std::int64_t o = 0; o < outer; ++o)
+                for (auto k : idx.v) {
+                    if (k < -ext || k >= ext) throw error(who + ": index " + std::to_string(k) + " is out of range for extent " + std::to_string(ext));
+                    if (k < 0) k += ext;
+                    for (std::int64_t i = 0; i < inner; ++i) out.v.push_back(x.v[static_cast<std::size_t>((o * ext + k) * inner + i)]);
+                }
+        } else if (t == "Unsqueeze" || t == "Squeeze") {
+            std::vector<std::int64_t> axes = in.size() > 1 && !in[1].v.empty() ? in[1].v : a.get_ints("axes", {});
+            if (opset_ >= 13 && a.has("axes")) a.fail("axes", "is an input from opset 13 on, not an attribute");
+            out.v = x.v;
+            if (t == "Unsqueeze") {
+                std::int64_t r = x.s.rank + static_cast<std::int64_t>(axes.size());
+                if (r > max_rank) return false;
+                std::vector<bool> ins(static_cast<std::size_t>(r), false);
+                for (auto ax : axes) {
+                    auto k = static_cast<std::size_t>(norm_axis(ax, r, who));
+                    if (ins[k]) throw error(who + ": axis " + std::to_string(ax) + " is repeated");
+                    ins[k] = true;
+                }
+                for (std::int64_t d = 0, j = 0; d < r; ++d) out.s.push_back(ins[static_cast<std::size_t>(d)] ? 1 : x.s[static_cast<int>(j++)]);
+            } else {
+                std::vector<bool> drop(static_cast<std::size_t>(x.s.rank), axes.empty());
+                for (auto ax : axes) drop[static_cast<std::size_t>(norm_axis(ax, x.s.rank, who))] = true;
+                for (int d = 0; d < x.s.rank; ++d) {
+                    if (drop[static_cast<std::size_t>(d)] && x.s[d] != 1) {
+                        if (!axes.empty()) throw error(who + ": cannot squeeze axis " + std::to_string(d) + " of extent " + std::to_string(x.s[d]));
+                        drop[static_cast<std::size_t>(d)] = false;
+                    }
+                    if (!drop[static_cast<std::size_t>(d)]) out.s.push_back(x.s[d]);
+                }
+            }
+        } else if (t == "Concat") {
+            if (!a.has("axis")) a.fail("axis", "is required");
+            std::int64_t axis = norm_axis(a.get_int("axis", 0), x.s.rank, who);
+            out.s = x.s;
+            out.s[static_cast<int>(axis)] = 0;
+            std::int64_t outer = 1;
+            for (int d = 0; d < axis; ++d) outer *= x.s[d];
+            for (const auto& p : in) {
+                if (p.s.rank != x.s.rank) throw error(who + ": inputs of ranks " + std::to_string(x.s.rank) + " and " + std::to_string(p.s.rank));
+                out.s[static_cast<int>(axis)] += p.s[static_cast<int>(axis)];
+            }
+            for (std::int64_t o = 0; o < outer; ++o)
+                for (const auto& p : in) {
+                    std::int64_t chunk = p.s.elements() / std::max<std::int64_t>(outer, 1);
+                    if (outer * chunk != static_cast<std::int64_t>(p.v.size())) throw error(who + ": inputs disagree outside the axis");
+                    out.v.insert(out.v.end(), p.v.begin() + o * chunk, p.v.begin() + (o + 1) * chunk);
+                }
+        } else if (t == "Slice") {
+            if (in.size() < 3) return false;  // opset < 10 attribute form: not emitted at opsets 11..17
+            std::vector<std::int64_t> starts = in[1].v, ends = in[2].v, axes, steps;
+            if (in.size() > 3 && !in[3].v.empty()) axes = in[3].v;
+            else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+            if (in.size() > 4 && !in[4].v.empty()) steps = in[4].v;
+            else steps.assign(starts.size(), 1);
+            if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+                throw error(who + ": starts, ends, axes and steps differ in length");
+            std::vector<std::int64_t> lo(static_cast<std::size_t>(x.s.rank), 0), step(static_cast<std::size_t>(x.s.rank), 1);
+            out.s = x.s;
+            for (std::size_t k = 0; k < starts.size(); ++k) {
+                auto d = static_cast<std::size_t>(norm_axis(axes[k], x.s.rank, who));
+                std::int64_t ext = x.s[static_cast<int>(d)], st = steps[k];
+                if (st == 0) throw error(who + ": step 0");
+                auto clampi = [&](std::int64_t v, std::int64_t mn, std::int64_t mx) { if (v < 0) v += ext; return std::clamp(v, mn, mx); };
+                std::int64_t b = st > 0 ? clampi(starts[k], 0, ext) : clampi(starts[k], -1, ext - 1);
+                std::int64_t e = st > 0 ? clampi(ends[k], 0, ext) : clampi(ends[k], -1, ext - 1);
+                std::int64_t cnt = st > 0 ? std::max<std::int64_t>(0, (e - b + st - 1) / st) : std::max<std::int64_t>(0, (b - e - st - 1) / -st);
+                lo[d] = b;
+                step[d] = st;
+                out.s[static_cast<int>(d)] = cnt;
+            }
+            auto xs = strides(x.s);
+            std::vector<std::int64_t> idx(static_cast<std::size_t>(x.s.rank), 0);
+            for (std::int64_t k = 0, total = out.s.elements(); k < total; ++k) {
+                std::int64_t off = 0;
+                for (int d = 0; d < x.s.rank; ++d) off += (lo[static_cast<std::size_t>(d)] + idx[static_cast<std::size_t>(d)] * step[static_cast<std::size_t>(d)]) * xs[static_cast<std::size_t>(d)];
+                out.v.push_back(x.v[static_cast<std::size_t>(off)]);
+                for (int d = out.s.rank - 1; d >= 0; --d) {
+                    if (++idx[static_cast<std::size_t>(d)] < out.s[d]) break;
+                    idx[static_cast<std::size_t>(d)] = 0;
+                }
+            }
+        } else if (t == "Reshape") {
+            if (in.size() != 2) return false;
+            std::int64_t known = 1;
+            int infer = -1;
+            for (std::size_t k = 0; k < in[1].v.size(); ++k) {
+                std::int64_t d = in[1].v[k];
+                if (d == 0 && a.get_int("allowzero", 0) == 0) d = static_cast<int>(k) < x.s.rank ? x.s[static_cast<int>(k)] : 0;
+                if (d == -1) { infer = static_cast<int>(k); d = 1; }
+                if (d < 0) throw error(who + ": shape entry " + std::to_string(d));
+                out.s.push_back(d);
+                known *= d;
+            }
+            if (infer >= 0 && known > 0) out.s[infer] = x.s.elements() / known;
+            if (out.s.elements() != x.s.elements()) throw error(who + ": cannot reshape " + x.s.str() + " to " + out.s.str());
+            out.v = x.v;
+        } else {  // Add Sub Mul Div, broadcasting
+            if (in.size() != 2) return false;
+            const int_tensor& y = in[1];
+            int r = std::max(x.s.rank, y.s.rank);
+            for (int d = 0; d < r; ++d) {
+                int dx = d - (r - x.s.rank), dy = d - (r - y.s.rank);
+                std::int64_t ex = dx >= 0 ? x.s[dx] : 1, ey = dy >= 0 ? y.s[dy] : 1;
+                if (ex != ey && ex != 1 && ey != 1) throw error(who + ": shapes " + x.s.str() + " and " + y.s.str() + " do not broadcast");
+                out.s.push_back(ex == 1 ? ey : ex);
+            }
+            out.v.resize(static_cast<std::size_t>(out.s.elements()));
+            spec::detail::for_each_broadcast(out.s, x.s, y.s, [&](std::int64_t o, std::int64_t i, std::int64_t j) {
+                std::int64_t u = x.v[static_cast<std::size_t>(i)], w = y.v[static_cast<std::size_t>(j)];
+                if (t == "Div" && w == 0) throw error(who + ": integer division by zero");
+                // ONNX integer Div truncates (C semantics).
+                out.v[static_cast<std::size_t>(o)] = t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : u / w;
+            });
+        }
+        bind_int(n, out, who);
+        return true;
     }
 
     // Declared-operator mapping. Returns no values to ask for an opaque node

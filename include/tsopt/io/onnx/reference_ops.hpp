@@ -92,7 +92,7 @@ struct onnx_inputs {
     };
     std::vector<slot> slots;
 
-    onnx_inputs(const node& n, const pb::NodeProto& blob, std::span<const tensor<float>* const> in) {
+    onnx_inputs(const pb::NodeProto& blob, std::span<const tensor<float>* const> in) {
         std::map<int, const pb::AttributeProto*> carried;
         for (const auto& a : blob.attribute())
             if (a.name().rfind(input_attr_prefix, 0) == 0) carried[std::atoi(a.name().c_str() + input_attr_prefix.size())] = &a;
@@ -106,7 +106,6 @@ struct onnx_inputs {
             }
             slots.push_back(std::move(s));
         }
-        (void)n;
     }
     bool has(std::size_t i) const { return i < slots.size() && (slots[i].value || slots[i].constant); }
     const tensor<float>& value(const node& n, std::size_t i) const {
@@ -205,7 +204,7 @@ inline float gelu_tanh(float x) {
 inline std::vector<tensor<float>> clip_impl(const node& n, std::span<const tensor<float>* const> in) {
     pb::NodeProto blob = opaque_attributes(*n.opaque);
     attributes at(blob, n.describe());
-    onnx_inputs args(n, blob, in);
+    onnx_inputs args(blob, in);
     const tensor<float>& x = args.value(n, 0);
     // Before opset 11 the bounds are attributes; from 11 on optional scalar inputs.
     float lo = at.get_float("min", -std::numeric_limits<float>::infinity());
@@ -232,7 +231,7 @@ inline std::vector<tensor<float>> clip_impl(const node& n, std::span<const tenso
 inline std::vector<tensor<float>> layernorm_impl(const node& n, std::span<const tensor<float>* const> in) {
     pb::NodeProto blob = opaque_attributes(*n.opaque);
     attributes at(blob, n.describe());
-    onnx_inputs args(n, blob, in);
+    onnx_inputs args(blob, in);
     const tensor<float>& x = args.value(n, 0);
     const tensor<float>& scale = args.value(n, 1);
     const tensor<float>* bias = args.has(2) ? &args.value(n, 2) : nullptr;
@@ -279,7 +278,7 @@ opaque_fn reduce(F f, float init, bool mean) {
     return [f, init, mean](const node& n, std::span<const tensor<float>* const> in) -> std::vector<tensor<float>> {
         pb::NodeProto blob = opaque_attributes(*n.opaque);
         attributes at(blob, n.describe());
-        onnx_inputs args(n, blob, in);
+        onnx_inputs args(blob, in);
         const tensor<float>& x = args.value(n, 0);
         const int r = x.shape.rank;
         std::vector<std::int64_t> axes = args.has(1) ? args.ints(n, 1) : at.get_ints("axes", {});
@@ -311,7 +310,7 @@ opaque_fn reduce(F f, float init, bool mean) {
 // importer carried in the attribute blob, or a float tensor (non-zero = true).
 inline std::vector<tensor<float>> where_impl(const node& n, std::span<const tensor<float>* const> in) {
     pb::NodeProto blob = opaque_attributes(*n.opaque);
-    onnx_inputs args(n, blob, in);
+    onnx_inputs args(blob, in);
     if (args.slots.size() != 3) throw error(n.describe() + ": takes 3 inputs, has " + std::to_string(args.slots.size()));
     tensor<float> cond;
     if (args.slots[0].constant) {
@@ -343,7 +342,7 @@ inline std::vector<tensor<float>> where_impl(const node& n, std::span<const tens
 // Expand: broadcast the input to the node's (already inferred) output shape.
 inline std::vector<tensor<float>> expand_impl(const node& n, std::span<const tensor<float>* const> in) {
     pb::NodeProto blob = opaque_attributes(*n.opaque);
-    onnx_inputs args(n, blob, in);
+    onnx_inputs args(blob, in);
     const tensor<float>& x = args.value(n, 0);
     tensor<float> out(n.shapes[0]);
     auto o = broadcast_offsets(out.shape, x.shape);
@@ -360,6 +359,10 @@ inline std::vector<tensor<float>> cast_impl(const node& n, std::span<const tenso
     if (to != pb::TensorProto::FLOAT) throw error(n.describe() + ": cast to " + type_name(static_cast<std::int32_t>(to)) + "; tsopt graphs carry float32 tensors");
     return {*in[0]};
 }
+
+// Whether an opaque node is of the default ONNX domain, the only one these
+// implementations follow (a custom domain may reuse a type name).
+inline bool default_domain(const node& n) { return n.opaque->domain.empty() || n.opaque->domain == "ai.onnx"; }
 
 }  // namespace detail
 
@@ -413,6 +416,13 @@ inline void install_reference_ops(backend::reference& r) {
     r.opaque_impls["Where"] = detail::where_impl;
     r.opaque_impls["Expand"] = detail::expand_impl;
     r.opaque_impls["Cast"] = detail::cast_impl;
+    for (auto& [type, fn] : r.opaque_impls)
+        fn = [fn = std::move(fn)](const node& n, std::span<const tensor<float>* const> in) {
+            if (!detail::default_domain(n))
+                throw error(n.describe() + ": operator of domain '" + n.opaque->domain +
+                            "' has no reference implementation (only the default ONNX domain's operators do)");
+            return fn(n, in);
+        };
 }
 
 }  // namespace tsopt::onnx
