@@ -22,7 +22,10 @@ failures = []
 
 def run(*args, timeout=120):
     t0 = time.time()
-    p = subprocess.run([TSOPT, *args], capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run([TSOPT, *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return "timeout", str(e.stdout or ""), f"(killed after {timeout} s)", time.time() - t0
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 
@@ -38,7 +41,7 @@ def check(name, args, code, stdout_has=(), stderr_has=(), timeout=120):
     for s in stderr_has:
         if s not in err:
             problems.append(f"stderr lacks {s!r}")
-    if rc < 0:
+    if isinstance(rc, int) and rc < 0:
         problems.append(f"killed by signal {-rc} (a crash)")
     status = "ok" if not problems else "FAIL"
     print(f"[{status}] {name} ({secs:.1f} s): tsopt {' '.join(args)}")
@@ -175,6 +178,58 @@ check("directory", ["inspect", WORK], 2, stderr_has=["directory"])
 check("unwritable output", ["optimize", DEMO, "-o", os.path.join(a_file, "x.onnx"), "--backend", "analytic",
                             "--budget", "0.5"], 5)
 expect("nothing written on failure", not os.path.exists(w("x.onnx")))
+
+# ---- outputs: atomic, checked before the search, never the input -------------------
+import resource  # noqa: E402  (POSIX only, like the rest of this suite)
+
+missing_dir = w("no_such_dir")
+check("output directory missing", ["optimize", DEMO, "-o", os.path.join(missing_dir, "x.onnx"), "--backend",
+                                   "analytic", "--budget", "30"], 5, stderr_has=["does not exist"], timeout=10)
+expect("the missing directory was not created", not os.path.exists(missing_dir))
+check("report directory missing", ["optimize", DEMO, "-o", w("x.onnx"), "--report",
+                                   os.path.join(missing_dir, "r.json"), "--backend", "analytic", "--budget", "30"], 5,
+      stderr_has=["does not exist"], timeout=10)
+expect("nothing written when the report's directory is missing", not os.path.exists(w("x.onnx")))
+victim = w("input_copy.onnx")
+shutil.copy(DEMO, victim)
+with open(DEMO, "rb") as f:
+    demo_bytes = f.read()
+check("-o equal to the input", ["optimize", victim, "-o", victim, "--backend", "analytic", "--budget", "1"], 1,
+      stderr_has=["same file"], timeout=10)
+os.symlink(victim, w("input_link.onnx"))
+check("-o a link to the input", ["optimize", victim, "-o", w("input_link.onnx"), "--backend", "analytic",
+                                 "--budget", "1"], 1, stderr_has=["same file"], timeout=10)
+check("-o the input through ..", ["optimize", victim, "-o", os.path.join(WORK, "dot", "..", "input_copy.onnx"),
+                                  "--backend", "analytic", "--budget", "1"], 1, stderr_has=["same file"], timeout=10)
+with open(victim, "rb") as f:
+    expect("the input is untouched", f.read() == demo_bytes)
+check("--report equal to -o", ["optimize", DEMO, "-o", w("same.onnx"), "--report", w("same.onnx"), "--backend",
+                               "analytic", "--budget", "1"], 1, stderr_has=["same file"], timeout=10)
+expect("nothing written when --report equals -o", not os.path.exists(w("same.onnx")))
+check("-o a device", ["optimize", DEMO, "-o", "/dev/null", "--backend", "analytic", "--budget", "1"], 5,
+      stderr_has=["not a regular file"], timeout=10)
+
+# A write cut short (ulimit -f, as a full disk would) leaves the existing
+# output as it was, and no temporary file beside it.
+keep_dir = w("keep")
+os.makedirs(keep_dir)
+existing = os.path.join(keep_dir, "out.onnx")
+shutil.copy(opt_a, existing)
+with open(existing, "rb") as f:
+    existing_bytes = f.read()
+
+
+def small_file_limit():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+
+
+p = subprocess.run([TSOPT, "optimize", DEMO, "-o", existing, "--backend", "analytic", "--budget", "1"],
+                   capture_output=True, text=True, timeout=120, preexec_fn=small_file_limit)
+expect("ulimit -f: exit code 5", p.returncode == 5, f"exit {p.returncode}: {p.stderr[-500:]}")
+expect("ulimit -f: the error names the file", "out.onnx" in p.stderr, p.stderr[-500:])
+with open(existing, "rb") as f:
+    expect("ulimit -f: the existing output is intact", f.read() == existing_bytes)
+expect("ulimit -f: no temporary left", os.listdir(keep_dir) == ["out.onnx"], str(os.listdir(keep_dir)))
 
 # Two models with the same interface but different weights: bench reports
 # the mismatch with exit code 3.

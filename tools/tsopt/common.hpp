@@ -10,8 +10,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "tsopt/backend/reference/executor.hpp"
+#include "tsopt/io/atomic_file.hpp"
 #include "tsopt/onnx.hpp"
 
 #include "../../examples/rules.hpp"
@@ -124,6 +126,53 @@ inline std::string rule_source_text(examples::rule_source s) {
         case examples::rule_source::generated: return "generated";
         default: return "axiom-derived + generated";
     }
+}
+
+// ---- output files ----------------------------------------------------------
+
+// A path with its links and `..` resolved, for comparing destinations.
+inline std::filesystem::path resolved_path(const std::string& p) {
+    std::error_code ec;
+    auto r = std::filesystem::weakly_canonical(p, ec);
+    return ec ? std::filesystem::absolute(p, ec).lexically_normal() : r;
+}
+
+// Whether two paths name the same file (through links, `..`, hard links).
+inline bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(a, b, ec) && !ec) return true;
+    return resolved_path(a) == resolved_path(b);
+}
+
+// Checks, before any work, that option `what` can write the file `path`:
+// its directory exists (tsopt never creates one for an output file) and is
+// writable, and the path is not a directory or a device. The file itself is
+// written later, atomically (io/atomic_file.hpp).
+inline void check_output_file(const std::string& what, const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path parent = fs::path(path).parent_path();
+    if (parent.empty()) parent = ".";
+    if (!fs::exists(parent, ec))
+        throw write_error(what + " '" + path + "': directory '" + parent.string() +
+                          "' does not exist (output directories are not created; make it first)");
+    if (!fs::is_directory(parent, ec))
+        throw write_error(what + " '" + path + "': '" + parent.string() + "' is not a directory");
+    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+        throw write_error(what + " '" + path + "': directory '" + parent.string() + "' is not writable");
+    if (fs::is_directory(path, ec)) throw write_error(what + " '" + path + "' is a directory");
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+        throw write_error(what + " '" + path + "' exists and is not a regular file");
+}
+
+// Refuses two options naming the same file (e.g. -o equal to the input:
+// the input is never overwritten).
+inline void check_distinct(const std::vector<std::pair<std::string, std::string>>& files) {
+    for (std::size_t i = 0; i < files.size(); ++i)
+        for (std::size_t j = i + 1; j < files.size(); ++j)
+            if (!files[i].second.empty() && !files[j].second.empty() && same_file(files[i].second, files[j].second))
+                throw usage_error(files[i].first + " and " + files[j].first + " name the same file ('" + files[i].second +
+                                  "' and '" + files[j].second + "'); give distinct files");
 }
 
 // ---- JSON ----------------------------------------------------------------

@@ -3,7 +3,6 @@
 // pick_fastest (AutoGraph's on-board verification), the ONNX importer and
 // exporter and io/dot.hpp; this file sequences them and prints.
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -174,13 +173,11 @@ outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite:
 }
 
 void write_file(const std::string& path, const std::string& bytes, const char* what) {
-    std::error_code ec;
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw write_error("cannot write " + std::string(what) + " '" + path + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw write_error("writing " + std::string(what) + " '" + path + "' failed");
+    try {
+        io::write_file_atomically(path, bytes);
+    } catch (const error& e) {
+        throw write_error(std::string(what) + ": " + e.what());
+    }
 }
 
 std::string op_counts_json(const graph& g) {
@@ -231,16 +228,25 @@ int optimize_command(int argc, char** argv, int first) {
     s.rules = rule_source_from(a);
     s.import = import_options_from(a);
 
-    // Fail on an unwritable destination before the search, not after it.
-    for (const std::string& f : {s.out, s.report}) {
-        if (f.empty()) continue;
+    // Fail on an unwritable or clashing destination before the search, not
+    // after it; the input is never a destination.
+    check_output_file("-o", s.out);
+    if (!s.report.empty()) check_output_file("--report", s.report);
+    std::vector<std::pair<std::string, std::string>> files{{"the input", s.in}, {"-o", s.out}, {"--report", s.report}};
+    if (!s.dot.empty()) {
+        namespace fs = std::filesystem;
         std::error_code ec;
-        auto parent = std::filesystem::path(f).parent_path();
-        if (!parent.empty() && !std::filesystem::is_directory(parent, ec) &&
-            (!std::filesystem::create_directories(parent, ec) || ec))
-            throw write_error("cannot create the directory of '" + f + "'" + (ec ? ": " + ec.message() : std::string()));
-        if (std::filesystem::is_directory(f, ec)) throw write_error("'" + f + "' is a directory");
+        if (!fs::is_directory(s.dot, ec)) {
+            fs::path parent = fs::path(s.dot).parent_path();
+            if (fs::exists(s.dot, ec)) throw write_error("--dot '" + s.dot + "' is not a directory");
+            if (!parent.empty() && !fs::is_directory(parent, ec))
+                throw write_error("--dot '" + s.dot + "': directory '" + parent.string() +
+                                  "' does not exist (only the last component of --dot is created)");
+        }
+        for (const char* f : {"before.dot", "after.dot", "before.svg", "after.svg"})
+            files.emplace_back(std::string("--dot's ") + f, (fs::path(s.dot) / f).string());
     }
+    check_distinct(files);
 
     progress prog;
     auto model = load_model(s.in, s.import);
@@ -287,7 +293,7 @@ int optimize_command(int argc, char** argv, int first) {
     std::vector<io::picture> pictures;
     if (!s.dot.empty()) {
         std::error_code ec;
-        std::filesystem::create_directories(s.dot, ec);
+        std::filesystem::create_directory(s.dot, ec);
         if (ec) throw write_error("--dot: cannot create directory '" + s.dot + "': " + ec.message());
         auto costs = [&](const graph& h) {
             std::vector<double> c(h.size());

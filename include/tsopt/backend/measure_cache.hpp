@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "tsopt/cost/cache.hpp"
+#include "tsopt/io/atomic_file.hpp"
 
 namespace tsopt::backend {
 
@@ -132,21 +134,15 @@ private:
         if (file_.empty() || save_failed_) return;
         std::error_code ec;
         std::filesystem::create_directories(file_.parent_path(), ec);
-        auto tmp = file_;
-        tmp += ".tmp." + std::to_string(::getpid());
-        {
-            std::ofstream f(tmp, std::ios::trunc);
-            f << magic << "\nmachine\t" << machine_ << "\n";
-            f.precision(17);  // exact round trip: a reloaded time equals the measured one
-            for (auto& [k, v] : map_) f << k << "\t" << v << "\n";
-            if (!f) ec = std::make_error_code(std::errc::io_error);
-        }
-        if (!ec) std::filesystem::rename(tmp, file_, ec);
-        if (ec) {
+        std::ostringstream text;
+        text << magic << "\nmachine\t" << machine_ << "\n";
+        text.precision(17);  // exact round trip: a reloaded time equals the measured one
+        for (auto& [k, v] : map_) text << k << "\t" << v << "\n";
+        try {
+            io::write_file_atomically(file_, text.str());
+        } catch (const error& e) {
             save_failed_ = true;
-            std::filesystem::remove(tmp, ec);
-            std::cerr << "tsopt " << backend_ << ": cannot write measurement cache " << file_
-                      << "; keeping measurements in memory only\n";
+            std::cerr << "tsopt " << backend_ << ": " << e.what() << "; keeping measurements in memory only\n";
         }
     }
 

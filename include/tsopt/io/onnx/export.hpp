@@ -7,10 +7,10 @@
 // Pad; opaque nodes come back as the ONNX nodes they were, attributes and all.
 // Non-default layouts become Transpose pairs (exporter::express_layout); a
 // reorder node is an Identity plus that pair.
-#include <fstream>
 #include <map>
 #include <set>
 
+#include "tsopt/io/atomic_file.hpp"
 #include "tsopt/io/onnx/import.hpp"
 
 namespace tsopt::onnx {
@@ -449,11 +449,7 @@ inline std::string to_bytes(const graph& g, const export_options& o = {}) {
 }
 
 inline void save(const graph& g, const std::string& path, const export_options& o = {}) {
-    std::string bytes = to_bytes(g, o);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw error("cannot write ONNX file '" + path + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw error("writing ONNX file '" + path + "' failed");
+    io::write_file_atomically(path, to_bytes(g, o));
 }
 
 // Export options that reproduce an imported model's interface: output names
