@@ -231,6 +231,40 @@ with open(existing, "rb") as f:
     expect("ulimit -f: the existing output is intact", f.read() == existing_bytes)
 expect("ulimit -f: no temporary left", os.listdir(keep_dir) == ["out.onnx"], str(os.listdir(keep_dir)))
 
+# ---- constants a rewrite would create are bounded -------------------------------------
+# One Relu on [1, 32768]: the rule (relu ?x) => (matmul{act=1} ?x (imatmul{n=dim(?x,1)}))
+# would materialize a 4 GiB identity. Under a 1 GiB data limit the run must
+# finish, fast, and say it refused the rewrite.
+try:
+    import onnx
+    from onnx import TensorProto, helper
+
+    wide = w("wide_relu.onnx")
+    gx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32768])
+    gy = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32768])
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "wide", [gx], [gy]),
+                                opset_imports=[helper.make_opsetid("", 17)]), wide)
+
+    def data_limit():
+        resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, resource.RLIM_INFINITY))
+
+    t0 = time.time()
+    p = subprocess.run([TSOPT, "optimize", wide, "-o", w("wide_out.onnx"), "--backend", "analytic", "--budget", "1",
+                        "--rules", "all", "--report", w("wide.json")],
+                       capture_output=True, text=True, timeout=60, preexec_fn=data_limit)
+    secs = time.time() - t0
+    expect("wide relu: optimizes under a 1 GiB data limit", p.returncode == 0, p.stderr[-800:])
+    expect("wide relu: within 2x the budget", secs < 2.0 + 1.0, f"{secs:.1f} s")
+    expect("wide relu: the refusal is reported", "refused" in p.stdout, p.stdout[-800:])
+    if p.returncode == 0:
+        with open(w("wide.json")) as f:
+            search = json.load(f)["search"]
+        expect("wide relu: report counts refused constants", search["refused_oversized_constants"] >= 1, str(search))
+    check("--max-constant-mib 0 refused", ["optimize", wide, "-o", w("x.onnx"), "--max-constant-mib", "0"], 1,
+          stderr_has=["--max-constant-mib"])
+except ImportError:
+    print("[skip] wide relu (no Python onnx package to build the model)")
+
 # Two models with the same interface but different weights: bench reports
 # the mismatch with exit code 3.
 different = w("different.onnx")

@@ -34,7 +34,7 @@ int bench_command(int argc, char** argv, int first) {
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
                                         : "expected one or two model files, got " + std::to_string(files.size()));
     const std::string which = a.one_of("--backend", "cpu", {"cpu", "cuda"});
-    const int reps = static_cast<int>(a.integer("--reps", 20, 1));
+    const int reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
     const double tolerance = a.number("--tolerance", 1e-4, 0.0, true);
     const auto seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
     auto io = import_options_from(a);

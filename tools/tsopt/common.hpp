@@ -21,6 +21,13 @@
 
 namespace tsopt::cli {
 
+// Upper bounds of counts given on the command line: beyond them a run would
+// not finish in any useful time (and --reps must fit the int the backends take).
+inline constexpr std::int64_t max_reps = 1'000'000;
+inline constexpr std::int64_t max_top_k = 1'000;
+// Largest extent --batch / --dims may give a dimension.
+inline constexpr std::int64_t max_dim = std::numeric_limits<std::int32_t>::max();
+
 // --dims "seq=128,len=4" -> {"seq": 128, "len": 4}
 inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::string& text) {
     std::map<std::string, std::int64_t, std::less<>> r;
@@ -29,7 +36,7 @@ inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::st
         auto eq = item.find('=');
         if (item.empty() || eq == std::string::npos || eq == 0)
             throw usage_error("--dims: expected NAME=N[,NAME=N...], got '" + text + "'");
-        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
+        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1, max_dim);
     }
     return r;
 }
@@ -37,7 +44,7 @@ inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::st
 // Import options from --batch / --dims.
 inline onnx::import_options import_options_from(const args& a) {
     onnx::import_options o;
-    o.batch = a.integer("--batch", 0, 1);
+    o.batch = a.integer("--batch", 0, 1, max_dim);
     if (a.has("--dims")) o.dims = parse_dims(a.str("--dims"));
     return o;
 }

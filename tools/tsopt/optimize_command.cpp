@@ -44,6 +44,8 @@ const std::string_view optimize_help =
     "  --reps N                timing rounds per candidate (default 20)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
     "  --seed S                seed of the random inputs and the search (default 1)\n"
+    "  --max-constant-mib N    largest constant a rewrite may create, in MiB (default: the larger of\n"
+    "                          16 MiB and the model's weights); rewrites needing more are not applied\n"
     "  -h, --help              this text\n"
     "\n"
     "Measured operator times are cached in $TSOPT_CACHE_DIR (default ~/.cache/tsopt).\n"
@@ -57,6 +59,7 @@ struct settings {
     std::size_t top_k = 4;
     int reps = 20;
     std::uint64_t seed = 1;
+    std::size_t max_constant_bytes = 0;  // 0: optimize's default for the model
     examples::rule_source rules = examples::rule_source::axioms;
     onnx::import_options import;
 };
@@ -77,7 +80,9 @@ struct outcome {
 };
 
 optimize_options search_options(const settings& s) {
-    return {.alpha = s.alpha, .budget = std::chrono::duration<double>(s.budget), .seed = s.seed, .top_k = s.top_k};
+    optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(s.budget), .seed = s.seed, .top_k = s.top_k};
+    o.max_constant_bytes = s.max_constant_bytes;
+    return o;
 }
 
 // The optimizer's best and its top-k, distinct and different from the original.
@@ -207,7 +212,8 @@ std::string metrics_json(const cost::metrics& m, std::size_t ops, std::optional<
 int optimize_command(int argc, char** argv, int first) {
     args a(argc, argv, first,
            {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--batch"}, {"--dims"}, {"--report"},
-            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"}});
+            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"},
+            {"--max-constant-mib"}});
     settings s;
     if (a.positional().size() != 1)
         throw usage_error(a.positional().empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
@@ -220,9 +226,10 @@ int optimize_command(int argc, char** argv, int first) {
     s.alpha = a.number("--alpha", 1.05, 1.0);
     s.budget = a.number("--budget", 30, 0.0, true);
     s.tolerance = a.number("--tolerance", 1e-4, 0.0, true);
-    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0));
-    s.reps = static_cast<int>(a.integer("--reps", 20, 1));
+    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0, max_top_k));
+    s.reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
     s.seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
+    s.max_constant_bytes = static_cast<std::size_t>(a.integer("--max-constant-mib", 0, 1, std::int64_t(1) << 30)) << 20;
     s.report = a.str("--report");
     s.dot = a.str("--dot");
     s.rules = rule_source_from(a);
@@ -347,6 +354,9 @@ int optimize_command(int argc, char** argv, int first) {
     out << std::defaultfloat << std::setprecision(4) << "\n  search: " << o.search_s << " s (stopped: "
         << search::to_string(rep.stopped) << "), " << rep.parts << " part(s), " << rep.expansions << " graphs expanded, "
         << rep.generated << " generated, " << rep.dedup_hits << " duplicates\n";
+    if (rep.oversized_constants)
+        out << "  refused " << rep.oversized_constants << " rewrite(s) that would create a constant above "
+            << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
     if (!o.ms_before) out << "  end-to-end time: not measured (--backend analytic)\n";
     else {
         out << "  timed end to end (" << s.reps << " interleaved rounds): original " << o.candidate_ms[0] << " ms";
@@ -393,6 +403,8 @@ int optimize_command(int argc, char** argv, int first) {
             .num("generated", static_cast<double>(rep.generated))
             .num("duplicates", static_cast<double>(rep.dedup_hits))
             .num("rejected_applications", static_cast<double>(rep.rejected))
+            .num("refused_oversized_constants", static_cast<double>(rep.oversized_constants))
+            .num("max_constant_bytes", static_cast<double>(rep.max_constant_bytes))
             .num("pruned", static_cast<double>(rep.pruned))
             .boolean("improved_cost", rep.improved);
         std::string cand = "[";
