@@ -405,8 +405,14 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             std::vector<graph> optimized;
             subs.reserve(parts.parts.size());
             optimized.reserve(parts.parts.size());
+            const search::extract_context whole(g);
             for (const auto& p : parts.parts) {
-                auto sg = search::extract(g, p);
+                // Parts left when the budget is spent stay as they are.
+                if (std::chrono::steady_clock::now() - started >= budget) {
+                    res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
+                    break;
+                }
+                auto sg = search::extract(g, p, whole);
                 if (sg.g.op_count() == 0) continue;
                 const auto time_left = budget - (std::chrono::steady_clock::now() - started);
                 const std::size_t share = std::max<std::size_t>(1, expansions_left / parts_left);
