@@ -95,10 +95,11 @@ public:
             value v = g_.outputs[i];
             std::string want = o_.output_names.empty() ? std::string() : o_.output_names[i];
             std::string nm = name(v);
-            bool interface = g_.at(v).kind == node_kind::input || g_.at(v).kind == node_kind::weight;
-            if ((!want.empty() && want != nm) || out_names.count(nm) || interface) {
-                // Rename through an Identity (an input passed through, a value
-                // listed twice, or a name already taken).
+            // An input or initializer that is also an output is listed under
+            // its own name (ONNX allows it): the interface keeps its names.
+            if ((!want.empty() && want != nm) || out_names.count(nm)) {
+                // Rename through an Identity (a value listed twice, or a
+                // requested name other than the value's).
                 std::string out = claim_or_unique(want.empty() ? nm + "_output" : want);
                 auto* nd = add_node("Identity", out + "/identity");
                 nd->add_input(nm);
