@@ -103,7 +103,7 @@ try:
         strict = w("strict.onnx")
         check("optimize: outputs beyond --tolerance", ["optimize", DEMO, "-o", strict, "--backend", "analytic",
                                                        "--budget", "2", "--tolerance", repr(e / 1000)], 3,
-              stderr_has=["differ"])
+              stderr_has=["differ", f"{e:.2e} > tolerance {e / 1000:.2e}"])
         expect("nothing written on a mismatch", not os.path.exists(strict))
     else:
         print("[skip] optimize mismatch case (the analytic run was bit-exact)")
@@ -178,6 +178,21 @@ check("directory", ["inspect", WORK], 2, stderr_has=["directory"])
 check("unwritable output", ["optimize", DEMO, "-o", os.path.join(a_file, "x.onnx"), "--backend", "analytic",
                             "--budget", "0.5"], 5)
 expect("nothing written on failure", not os.path.exists(w("x.onnx")))
+
+# ---- strict options and inputs ------------------------------------------------------
+check("--reps beyond 64-bit", ["bench", DEMO, "--reps", "1000000000000000000000"], 1, stderr_has=["--reps", "out of range"])
+check("--reps beyond the limit", ["bench", DEMO, "--reps", "1000000000000"], 1, stderr_has=["--reps", "at most"])
+check("--budget in hex", ["optimize", DEMO, "-o", w("x.onnx"), "--budget", "0x10"], 1, stderr_has=["--budget"])
+check("--budget infinite", ["optimize", DEMO, "-o", w("x.onnx"), "--budget", "inf"], 1, stderr_has=["--budget"])
+check("--seed with blanks", ["optimize", DEMO, "-o", w("x.onnx"), "--seed", " 3"], 1, stderr_has=["--seed"])
+check("--batch beyond 32 bits", ["inspect", DEMO, "--batch", "4294967296"], 1, stderr_has=["--batch"])
+check("/dev/zero as input", ["inspect", "/dev/zero"], 2, stderr_has=["not a regular file"], timeout=10)
+fifo = w("fifo.onnx")
+os.mkfifo(fifo)
+check("a FIFO as input", ["optimize", fifo, "-o", w("x.onnx"), "--backend", "analytic"], 2,
+      stderr_has=["not a regular file"], timeout=10)
+check("empty file (optimize)", ["optimize", empty, "-o", w("x.onnx"), "--backend", "analytic"], 2,
+      stderr_has=["the file is empty"], timeout=10)
 
 # ---- outputs: atomic, checked before the search, never the input -------------------
 import resource  # noqa: E402  (POSIX only, like the rest of this suite)
@@ -262,6 +277,38 @@ try:
         expect("wide relu: report counts refused constants", search["refused_oversized_constants"] >= 1, str(search))
     check("--max-constant-mib 0 refused", ["optimize", wide, "-o", w("x.onnx"), "--max-constant-mib", "0"], 1,
           stderr_has=["--max-constant-mib"])
+
+    # A 20k-operator chain: per-node analyses were quadratic (inspect 6.5 s,
+    # optimize --budget 1 19 s); the budget bounds the whole command.
+    chain = w("chain20k.onnx")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "cli", "make_chain_model.py"), "20000", chain],
+                   check=True)
+    rc, _, _ = check("inspect a 20k-node chain", ["inspect", chain], 0, stdout_has=["operators: 20000"], timeout=10)
+    t0 = time.time()
+    check("optimize a 20k-node chain, --budget 1", ["optimize", chain, "-o", w("chain_out.onnx"), "--backend",
+                                                   "analytic", "--budget", "1"], 0, timeout=60)
+    secs = time.time() - t0
+    expect("20k-node chain: optimize within a generous bound (6 s for --budget 1)", secs < 6, f"{secs:.1f} s")
+
+    # A graph whose outputs are its input and an initializer keeps their
+    # names (issue 20: x -> x_1, w -> w_1 broke lookups by name).
+    import numpy as np
+    from onnx import numpy_helper
+
+    iface = w("interface.onnx")
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4])  # noqa: E731
+    onnx.save(helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [vi("x")], [vi("x"), vi("y"), vi("w")],
+                          initializer=[numpy_helper.from_array(np.ones((1, 4), np.float32), "w")]),
+        opset_imports=[helper.make_opsetid("", 17)]), iface)
+    check("optimize: input and initializer as outputs", ["optimize", iface, "-o", w("interface_out.onnx"),
+                                                         "--backend", "analytic", "--budget", "1"], 0)
+    if os.path.exists(w("interface_out.onnx")):
+        out_model = onnx.load(w("interface_out.onnx"))
+        names = [o.name for o in out_model.graph.output]
+        expect("interface: output names kept", names == ["x", "y", "w"], str(names))
+        expect("interface: input names kept", [i.name for i in out_model.graph.input] == ["x"])
+        onnx.checker.check_model(out_model, full_check=True)
 except ImportError:
     print("[skip] wide relu (no Python onnx package to build the model)")
 

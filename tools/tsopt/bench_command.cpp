@@ -82,7 +82,9 @@ int bench_command(int argc, char** argv, int first) {
                       << "x (" << files[0] << " / " << files[1] << ")\n"
                       << std::scientific << std::setprecision(2) << "  outputs: max relative error " << err
                       << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
-            if (!agree) throw mismatch_error("the two models' outputs differ on the same random inputs");
+            if (!agree)
+                throw mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
+                                     scientific(err) + " > tolerance " + scientific(tolerance) + ")");
         }
         return static_cast<int>(exit_code::ok);
     });

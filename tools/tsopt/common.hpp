@@ -49,13 +49,25 @@ inline onnx::import_options import_options_from(const args& a) {
     return o;
 }
 
+inline constexpr std::uintmax_t max_model_file_bytes = std::uintmax_t(2) << 30;
+
 // Reads an ONNX model; every failure is a bad_input failure with the reason.
 inline onnx::model load_model(const std::string& path, const onnx::import_options& o) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec)) throw input_error(path + ": no such file");
     if (fs::is_directory(path, ec)) throw input_error(path + ": is a directory, not an ONNX file");
-    if (fs::file_size(path, ec) == 0 && !ec) throw input_error(path + ": empty file, not an ONNX model");
+    // Devices (/dev/zero), FIFOs and sockets are refused before anything is
+    // read: they could be endless or block forever.
+    if (!fs::is_regular_file(path, ec)) throw input_error(path + ": not a regular file (a device, FIFO or socket?)");
+    const auto size = fs::file_size(path, ec);
+    if (ec) throw input_error(path + ": cannot read its size: " + ec.message());
+    if (size == 0) throw input_error(path + ": the file is empty, not an ONNX model");
+    // Protocol buffers cannot parse a message over 2 GiB; larger weights live
+    // in external data files beside the model.
+    if (size > max_model_file_bytes)
+        throw input_error(path + ": " + std::to_string(size) + " bytes, over the 2 GiB limit of an ONNX file " +
+                          "(store the weights as external data)");
     try {
         return onnx::read_model(path, o);
     } catch (const std::bad_alloc&) {
@@ -70,6 +82,14 @@ inline onnx::model load_model(const std::string& path, const onnx::import_option
 }
 
 inline std::string shape_text(const shape& s) { return s.str(); }
+
+// 1.23e-07: small relative errors and tolerances stay readable (std::to_string
+// would print 0.000000).
+inline std::string scientific(double v) {
+    std::ostringstream os;
+    os << std::scientific << std::setprecision(2) << v;
+    return os.str();
+}
 
 // Inputs for graph `to`, taken by name from `from`'s inputs `in`.
 inline std::vector<tensor<float>> inputs_by_name(const graph& from, const std::vector<tensor<float>>& in, const graph& to,

@@ -20,6 +20,7 @@
 // The file is rewritten atomically (temporary + rename) after each new
 // measurement. A file that cannot be parsed is reported once on stderr and
 // ignored (and replaced at the next save); it never stops the program.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -93,8 +94,12 @@ public:
         ++hits;
         return it->second;
     }
+    // Plausible operator times: a nanosecond (timer resolution) to an hour.
+    // A time outside them in the file means the file is corrupt.
+    static constexpr double min_ms = 1e-6, max_ms = 3.6e6;
+
     void put(const std::string& key, double ms) {
-        map_[key] = ms;
+        map_[key] = std::clamp(ms, min_ms, max_ms);
         save();
     }
 
@@ -122,9 +127,11 @@ private:
             auto tab = line.rfind('\t');
             char* end = nullptr;
             double ms = tab == std::string::npos ? NAN : std::strtod(line.c_str() + tab + 1, &end);
-            if (tab == std::string::npos || tab == 0 || end == line.c_str() + tab + 1 || *end != '\0' || !std::isfinite(ms) ||
-                ms < 0)
+            if (tab == std::string::npos || tab == 0 || end == line.c_str() + tab + 1 || *end != '\0' || !std::isfinite(ms))
                 return warn("line " + std::to_string(no) + " is not 'key<TAB>milliseconds'");
+            if (ms < min_ms || ms > max_ms)
+                return warn("line " + std::to_string(no) + ": " + line.substr(tab + 1) + " ms is outside " +
+                            "the plausible range of an operator time (1 ns to 1 hour)");
             m[line.substr(0, tab)] = ms;
         }
         map_ = std::move(m);

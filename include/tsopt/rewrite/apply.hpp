@@ -25,6 +25,7 @@
 // models see; rewrite::explicit_conversions (layout.hpp) then turns the
 // mismatches a variant creates into reorder nodes.
 #include <bit>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -174,6 +175,10 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
             }
             if (!val) return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") parameter '" +
                                   std::string(d.params[static_cast<std::size_t>(s)].name) + "' cannot be evaluated");
+            if (*val < std::numeric_limits<std::int32_t>::min() || *val > std::numeric_limits<std::int32_t>::max())
+                return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") parameter '" +
+                            std::string(d.params[static_cast<std::size_t>(s)].name) + "' would be " +
+                            std::to_string(*val) + ", beyond a 32-bit parameter");
             n.params[s] = static_cast<std::int32_t>(*val);
         }
         // A split without a point (axiom DSL) splits where the matching concat joined.
