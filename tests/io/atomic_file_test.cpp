@@ -93,5 +93,9 @@ TEST_CASE("atomic file: named errors for a missing directory and a directory des
                          doctest::Contains("cannot create a file"), tsopt::error);
     CHECK_FALSE(fs::exists(d / "no"));  // never created
     CHECK_THROWS_WITH_AS(tsopt::io::write_file_atomically(d, "x"), doctest::Contains("directory"), tsopt::error);
+    REQUIRE(::mkfifo((d / "fifo").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(tsopt::io::write_file_atomically(d / "fifo", "x"), doctest::Contains("not a regular file"),
+                         tsopt::error);
+    CHECK(fs::is_fifo(d / "fifo"));
     fs::remove_all(d);
 }

@@ -61,6 +61,10 @@ inline void write_file_atomically(const std::filesystem::path& destination, std:
     const std::string shown = destination.string();
     if (dest.filename().empty()) throw error("cannot write '" + shown + "': not a file name");
     if (fs::is_directory(dest, ec)) throw error("cannot write '" + shown + "': it is a directory");
+    // A device or FIFO is not replaced by a file (renaming over /dev/null
+    // would remove the device).
+    if (fs::exists(dest, ec) && !fs::is_regular_file(dest, ec))
+        throw error("cannot write '" + shown + "': it exists and is not a regular file");
     const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
 
     // A name no other writer (another thread, process or tsopt run) uses.
