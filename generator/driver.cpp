@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gen.hpp"
+#include "tsopt/io/atomic_file.hpp"
 #include "tsopt/spec/axioms.hpp"
 #ifdef TSOPT_GEN_HAVE_VERIFIER
 #include "verify/verifier.hpp"
@@ -108,12 +109,7 @@ std::string json_escape(std::string_view s) {
     return o;
 }
 
-void write_file(const std::string& path, const std::string& content) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw error("cannot write '" + path + "'");
-    f << content;
-    if (!f.flush()) throw error("error writing '" + path + "'");
-}
+void write_file(const std::string& path, const std::string& content) { tsopt::io::write_file_atomically(path, content); }
 
 struct oriented {
     const mgraph *src, *dst;

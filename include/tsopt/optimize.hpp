@@ -37,6 +37,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tsopt/cost/cost_model.hpp"
@@ -69,6 +70,9 @@ struct optimize_options {
     double leaf_share = 0.5;
     bool preprocess = true;
     bool layouts = true;
+    // Largest constant a rule application may create (rewrite::apply_options);
+    // 0: max(16 MiB, the bytes of the input's weights).
+    std::size_t max_constant_bytes = 0;
     // PET's corrected mutants mixed with the rules (joint optimization).
     bool pet = false;
     std::size_t pet_rounds = 2;   // mutate -> re-search rounds while they improve
@@ -82,6 +86,8 @@ struct optimize_report {
     std::size_t leaf_matches = 0;  // multi-output matches over inputs/weights applied before partitioning
     std::chrono::duration<double> leaf_time{};
     std::size_t expansions = 0, generated = 0, dedup_hits = 0, rejected = 0, pruned = 0;
+    std::size_t oversized_constants = 0;   // applications refused: a constant above max_constant_bytes
+    std::size_t max_constant_bytes = 0;    // the limit in force
     std::map<std::string, int> rule_uses;
     std::map<std::string, int> pet_uses;  // PET mutation families in the result
     std::size_t pet_candidates = 0;       // corrected mutants considered
@@ -94,7 +100,8 @@ struct optimize_report {
         if (cost_before > 0) os << " (" << 100.0 * (cost_before - cost_after) / cost_before << "% lower)";
         os << (improved ? "" : ", kept the input") << "\n"
            << "parts " << parts << ", expanded " << expansions << ", generated " << generated << ", duplicates "
-           << dedup_hits << ", rejected " << rejected << ", pruned " << pruned << "\n"
+           << dedup_hits << ", rejected " << rejected << " (" << oversized_constants << " for a constant above "
+           << max_constant_bytes << " bytes), pruned " << pruned << "\n"
            << "stopped: " << search::to_string(stopped) << " after " << elapsed.count() << " s\n";
         if (leaf_time.count() > 0)
             os << "multi-output matches over inputs and weights applied before partitioning: " << leaf_matches << " in "
@@ -128,6 +135,7 @@ inline void merge_report(optimize_report& into, const search::report& r) {
     into.generated += r.generated;
     into.dedup_hits += r.dedup_hits;
     into.rejected += r.rejected;
+    into.oversized_constants += r.oversized_constants;
     into.pruned += r.pruned;
     for (const auto& [n, k] : r.rule_uses) into.rule_uses[n] += k;
     if (static_cast<int>(r.stopped) > static_cast<int>(into.stopped)) into.stopped = r.stopped;
@@ -184,7 +192,8 @@ inline std::vector<char> leaf_values(const graph& g) {
 template <class Cost>
 std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, Cost& model,
                                std::chrono::steady_clock::time_point deadline, std::size_t max_steps,
-                               std::map<std::string, int>& uses, std::optional<std::size_t> only = std::nullopt) {
+                               std::map<std::string, int>& uses, const rewrite::apply_options& ao,
+                               std::optional<std::size_t> only = std::nullopt) {
     rewrite::fold_cache cache;
     double cost = static_cast<double>(model.graph_cost(g));
     std::size_t kept = 0;
@@ -234,7 +243,7 @@ std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, C
                 if (!priced.insert({ri, std::move(nodes)}).second) continue;
                 const auto names = shared_names(g, r, m);
                 if (!names.empty() && merged.count({ri, names})) continue;
-                auto out = rewrite::apply(ix, r, m);
+                auto out = rewrite::apply(ix, r, m, ao);
                 if (!out) continue;
                 if (!names.empty()) merged.insert({ri, names});
                 graph h = rewrite::fold_constants(*out, cache);
@@ -246,7 +255,7 @@ std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, C
                     rewrite::graph_index hx(h);
                     for (const auto& m2 : rewrite::find_matches(hx, r)) {
                         if (!all_leaves(hleaf, m2) || shared_names(h, r, m2) != names) continue;
-                        auto o2 = rewrite::apply(hx, r, m2);
+                        auto o2 = rewrite::apply(hx, r, m2, ao);
                         if (!o2) continue;
                         h = rewrite::fold_constants(*o2, cache);
                         ++steps;
@@ -286,7 +295,7 @@ struct leaf_result {
 };
 template <class Cost>
 leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cost& model,
-                       std::chrono::steady_clock::time_point deadline) {
+                       std::chrono::steady_clock::time_point deadline, const rewrite::apply_options& ao) {
     std::vector<std::optional<std::size_t>> firsts{std::nullopt};
     for (std::size_t ri = 0; ri < rules.size(); ++ri)
         if (rules[ri].src_out.size() > 1) firsts.push_back(ri);
@@ -296,10 +305,10 @@ leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cos
         if (std::chrono::steady_clock::now() > deadline) break;
         leaf_result r{g, 0, {}, {}};
         if (first) {
-            r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, first);
+            r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, ao, first);
             if (r.applied == 0) continue;  // the rule has no leaf match that pays
         }
-        r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses);
+        r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, ao);
         if (r.applied == 0) continue;
         const std::uint64_t h = r.best.structural_hash();
         bool seen = false;
@@ -315,6 +324,16 @@ leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cos
 
 }  // namespace detail
 
+// optimize_options::max_constant_bytes when left 0: max(16 MiB, the bytes of
+// g's weights), so no rewrite grows the model by more than about its own size.
+inline std::size_t default_max_constant_bytes(const graph& g) {
+    std::unordered_set<const void*> seen;
+    std::size_t bytes = 0;
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::weight && n.data && seen.insert(n.data.get()).second) bytes += n.data->size() * sizeof(float);
+    return std::max<std::size_t>(std::size_t(16) << 20, bytes);
+}
+
 template <cost::cost_model Cost>
 optimize_result optimize(const graph& input, std::span<const rewrite::rule> rules, Cost&& model, const optimize_options& o = {}) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -325,6 +344,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     rewrite::fold_cache cache;
     graph g = o.preprocess ? rewrite::preprocess(input, cache) : input;
     const graph preprocessed = o.top_k > 1 ? g : graph{};
+    res.report.max_constant_bytes = o.max_constant_bytes ? o.max_constant_bytes : default_max_constant_bytes(input);
 
     auto searcher = [&](std::size_t expansions, std::chrono::duration<double> budget, std::size_t top_k) {
         return search::backtracking{}
@@ -337,7 +357,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             .seed(o.seed)
             .top_k(top_k)
             .layouts(o.layouts)
-            .fold_weights(o.preprocess);
+            .fold_weights(o.preprocess)
+            .max_constant_bytes(res.report.max_constant_bytes);
     };
 
     // Rule search over the whole graph, or per part with stitching.
@@ -354,7 +375,9 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             if (o.leaf_matches) {
                 const auto deadline =
                     started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget * o.leaf_share);
-                auto leaf = detail::leaf_phase(g, rules, model, deadline);
+                auto leaf = detail::leaf_phase(g, rules, model, deadline,
+                                               {.max_constant_bytes = res.report.max_constant_bytes,
+                                                .oversized_constants = &res.report.oversized_constants});
                 if (leaf.applied > 0) {
                     g = std::move(leaf.best);
                     if (keep_top_k && o.top_k > 1) {
@@ -382,8 +405,14 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             std::vector<graph> optimized;
             subs.reserve(parts.parts.size());
             optimized.reserve(parts.parts.size());
+            const search::extract_context whole(g);
             for (const auto& p : parts.parts) {
-                auto sg = search::extract(g, p);
+                // Parts left when the budget is spent stay as they are.
+                if (std::chrono::steady_clock::now() - started >= budget) {
+                    res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
+                    break;
+                }
+                auto sg = search::extract(g, p, whole);
                 if (sg.g.op_count() == 0) continue;
                 const auto time_left = budget - (std::chrono::steady_clock::now() - started);
                 const std::size_t share = std::max<std::size_t>(1, expansions_left / parts_left);

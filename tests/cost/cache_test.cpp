@@ -4,6 +4,12 @@
 #include <random>
 #include <sstream>
 
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "tsopt/backend/measure_cache.hpp"
 #include "tsopt/cost/cache.hpp"
 
 using namespace tsopt;
@@ -101,4 +107,35 @@ TEST_CASE("op_cache: computes once per key, saves and loads") {
     CHECK(*v == 1.5);
     std::stringstream bad("relu|p=0,0,0,0,0,0,0,0|in=[2]:0|out=0 no-tab\n");
     CHECK_THROWS_WITH_AS(other.load(bad), doctest::Contains("line 1"), error);
+}
+
+// backend/measure_cache.hpp (host-only): times outside 1 ns .. 1 hour in the
+// file mean the file is corrupt (issue 20: 0 and 1e308 were accepted), and
+// the file is rewritten atomically.
+TEST_CASE("measure_cache: implausible times in the file are rejected; saves are atomic") {
+    namespace fs = std::filesystem;
+    auto dir = fs::temp_directory_path() / ("tsopt_measure_cache_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto file = dir / "m.tsv";
+    for (const char* bad : {"0", "1e308", "-1", "nan"}) {
+        {
+            std::ofstream(file) << "tsopt-measure-cache v1\nmachine\tm\nconv2d|k\t" << bad << "\n";
+        }
+        backend::measure_cache c("test", "m", file);
+        CHECK_MESSAGE(c.size() == 0, bad);
+    }
+    {
+        std::ofstream(file) << "tsopt-measure-cache v1\nmachine\tm\nconv2d|k\t0.25\n";
+    }
+    backend::measure_cache c("test", "m", file);
+    CHECK(c.size() == 1);
+    c.put("relu|k", 0.0);  // below timer resolution: stored as 1 ns, so the file reloads
+    backend::measure_cache again("test", "m", file);
+    CHECK(again.size() == 2);
+    CHECK(*again.find("relu|k") == backend::measure_cache::min_ms);
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+    CHECK(entries == 1);  // no temporary left beside the file
+    fs::remove_all(dir);
 }

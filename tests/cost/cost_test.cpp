@@ -282,3 +282,28 @@ TEST_CASE("critical_path prefers two parallel branches where the sum cost fuses 
     CHECK(only_sum.graph_cost(fused) < only_sum.graph_cost(parallel));
     CHECK_THROWS_AS((cost::critical_path<table_fn>{times, 0.0, 0.0}), error);
 }
+
+// Issue 20: pricing every node of a graph walked each node's ancestors, with a
+// graph-sized memo per call: quadratic (a 20k-node chain took 6.5 s to
+// inspect). Whole-graph pricing now computes graph::constant_mask once and
+// passes it down; the single-node walk must not run at all.
+TEST_CASE("whole-graph pricing is linear: no per-node ancestor walk on a 20k-node chain") {
+    graph g;
+    value v = g.input("x", {1, 16});
+    for (int i = 0; i < 20000; ++i) v = i % 3 == 0 ? g.relu(v) : i % 3 == 1 ? g.tanh(v) : g.sigmoid(v);
+    g.mark_output(v);
+    const auto walks = cost::detail::inference_walks.load();
+    cost::analytical a;
+    cost::multi_dim<cost::analytical> md;
+    cost::critical_path<cost::analytical> cp(a);
+    cost::sum s([](const graph& h, std::size_t i) { return static_cast<double>(h.nodes[i].shapes[0].elements()); });
+    const double t = a.graph_cost(g);
+    CHECK(t > 0);
+    CHECK(md.evaluate(g).launches == doctest::Approx(20000));
+    CHECK(cp.graph_cost(g) > 0);
+    CHECK(s.graph_cost(g) == doctest::Approx(20000 * 16));
+    CHECK(cost::detail::inference_walks.load() == walks);
+    // The single-node question still answers, with one walk.
+    CHECK(cost::runs_at_inference(g, g.size() - 1));
+    CHECK(cost::detail::inference_walks.load() == walks + 1);
+}

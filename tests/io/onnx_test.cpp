@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include "tsopt/onnx.hpp"
@@ -579,17 +580,27 @@ TEST_CASE("export: options are checked") {
     CHECK(m.graph().output(0).name() == "logits");
 }
 
-TEST_CASE("export: a graph input that is also an output goes through Identity") {
+TEST_CASE("export: a graph input or initializer that is also an output keeps its name (issue 20: no x -> x_1)") {
     graph g;
     value x = g.input("x", {3});
+    std::mt19937_64 rng(3);
+    value w = g.weight("w", {3}, rng);
     g.mark_output(x);
     g.mark_output(g.relu(x));
-    g.mark_output(g.relu(x));
-    auto m = ox::to_proto(g);
-    REQUIRE(m.graph().output_size() == 3);
-    CHECK(m.graph().output(0).name() != "x");
-    graph h = ox::import_model(m.SerializeAsString()).graph;
-    CHECK(max_error(g, h) == 0);
+    g.mark_output(w);
+    g.mark_output(x);  // listed twice: the second needs its own name
+    auto m = ox::to_proto(g, {.output_names = {"x", "y", "w", "x_again"}});
+    REQUIRE(m.graph().output_size() == 4);
+    CHECK(m.graph().output(0).name() == "x");
+    CHECK(m.graph().output(1).name() == "y");
+    CHECK(m.graph().output(2).name() == "w");
+    CHECK(m.graph().output(3).name() == "x_again");
+    auto back = ox::import_model(m.SerializeAsString());
+    CHECK(back.output_names == std::vector<std::string>{"x", "y", "w", "x_again"});
+    CHECK(max_error(g, back.graph) == 0);
+    // Exported again with the imported model's options: the same names.
+    auto again = ox::to_proto(back.graph, ox::options_for(back));
+    for (int k = 0; k < 4; ++k) CHECK(again.graph().output(k).name() == m.graph().output(k).name());
 }
 
 TEST_CASE("round trip: every zoo model at test size (export -> import -> equal outputs)") {

@@ -2,6 +2,9 @@
 // Tests read `start => goal`: the graph built first, the rewritten graph's
 // shape checked after, and every rewritten graph checked equal to the start
 // on the reference backend.
+#include <chrono>
+
+#include "tsopt/optimize.hpp"
 #include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/from_axiom.hpp"
 #include "tsopt/rewrite/layout.hpp"
@@ -385,4 +388,50 @@ TEST_CASE("rules proven under TASO's typing do not fire outside it") {
     CHECK(fused_count({4, 4, 3, 3}, {1, 4, 6, 6}) == 1);  // equal shapes
     CHECK(fused_count({4, 2, 3, 3}, {1, 4, 6, 6}) == 1);  // grouped conv: this axiom does not care
     CHECK(fused_count({4, 4, 3, 3}, {1, 4, 1, 1}) == 0);  // x + y would broadcast: outside its typing
+}
+
+// relu(x) => relu(matmul(x, I)) with I = imatmul(dim(x, 1)): sound, and on a
+// [1, W] tensor it creates a W x W identity constant (issue 20: W = 32768
+// took 4.4 GB).
+static rewrite::rule_set identity_matmul_rule() {
+    rewrite::rule_set rs;
+    using namespace sp::vars;
+    constexpr auto a = sp::make_axiom("relu-identity-matmul",
+                                      sp::relu(x) == sp::relu(sp::matmul(none, x, sp::imatmul(sp::pdim(x.root, 1)))));
+    rs.add_one_way(a);
+    return rs;
+}
+
+TEST_CASE("apply: a constant above max_constant_bytes is not created, and the refusal is counted") {
+    auto rs = identity_matmul_rule();
+    graph g;
+    g.mark_output(g.relu(g.input("x", {1, 4096})));  // identity: 4096^2 floats = 64 MiB
+    auto ms = rewrite::find_matches(g, rs[0]);
+    REQUIRE(ms.size() == 1);
+    rewrite::graph_index ix(g);
+    std::size_t refused = 0;
+    std::string why;
+    CHECK(rewrite::apply_all(ix, rs[0], ms[0], {.max_constant_bytes = 1 << 20, .oversized_constants = &refused}, &why)
+              .empty());
+    CHECK(refused == 1);
+    CHECK(why.find("constant of 67108864 bytes") != std::string::npos);
+    // Under a limit it fits, the same application goes through.
+    auto out = rewrite::apply_all(ix, rs[0], ms[0], {.max_constant_bytes = std::size_t(64) << 20, .oversized_constants = &refused});
+    CHECK(out.size() == 1);
+    CHECK(refused == 1);
+}
+
+TEST_CASE("optimize: one relu on [1, 32768] stays bounded in time and never builds the 4 GiB identity") {
+    auto rs = identity_matmul_rule();
+    graph g;
+    g.mark_output(g.relu(g.input("x", {1, 32768})));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = optimize(g, rs.rules(), test_cost{}, {.budget = std::chrono::seconds(1)});
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(secs < 5);
+    CHECK(r.report.max_constant_bytes == std::size_t(16) << 20);  // max(16 MiB, no weights)
+    CHECK(r.report.oversized_constants >= 1);
+    for (const node& n : r.optimized.nodes)
+        if (n.kind == node_kind::weight) CHECK(n.data->size() * sizeof(float) <= r.report.max_constant_bytes);
+    check_equivalent(g, r.optimized);
 }

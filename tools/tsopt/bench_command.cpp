@@ -36,7 +36,7 @@ int bench_command(int argc, char** argv, int first) {
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
                                         : "expected one or two model files, got " + std::to_string(files.size()));
     const std::string which = a.one_of("--backend", "cpu", {"cpu", "cuda"});
-    const int reps = static_cast<int>(a.integer("--reps", 20, 1));
+    const int reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
     const double tolerance = a.number("--tolerance", 1e-4, 0.0, true);
     const auto seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
     auto io = import_options_from(a);
@@ -94,7 +94,9 @@ int bench_command(int argc, char** argv, int first) {
                       << "x (" << files[0] << " / " << files[1] << ")\n"
                       << std::scientific << std::setprecision(2) << "  outputs: max relative error " << err
                       << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
-            if (!agree) throw mismatch_error("the two models' outputs differ on the same random inputs");
+            if (!agree)
+                throw mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
+                                     scientific(err) + " > tolerance " + scientific(tolerance) + ")");
         }
         if (a.flag("--profile"))
             for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m]);

@@ -2,10 +2,11 @@
 // The `tsopt` command's plumbing: exit codes, the error types that map onto
 // them, and a small option parser (`--name value`, `--name=value`, flags,
 // positionals, `--` ends options). No optimization logic lives here.
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -101,23 +102,25 @@ public:
         auto it = values_.find(name);
         return it == values_.end() ? fallback : it->second;
     }
-    // A finite number; `low` is the smallest value allowed (inclusive unless `strict`).
+    // A finite decimal number (no hex, no infinity, no surrounding blanks);
+    // `low` is the smallest value allowed (inclusive unless `strict`).
     double number(const std::string& name, double fallback, double low, bool strict = false) const {
         auto it = values_.find(name);
         if (it == values_.end()) return fallback;
         const std::string& s = it->second;
-        char* end = nullptr;
-        double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v))
-            throw usage_error(name + ": expected a number, got '" + s + "'");
+        double v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
+            throw usage_error(name + ": expected a decimal number, got '" + s + "'");
         if (strict ? !(v > low) : !(v >= low))
             throw usage_error(name + ": must be " + (strict ? "greater than " : "at least ") + trim(low) + ", got " + s);
         return v;
     }
-    std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t low) const {
+    std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t low,
+                         std::int64_t high = std::numeric_limits<std::int64_t>::max()) const {
         auto it = values_.find(name);
         if (it == values_.end()) return fallback;
-        return parse_integer(name, it->second, low);
+        return parse_integer(name, it->second, low, high);
     }
     // Like `choice` in argparse.
     std::string one_of(const std::string& name, const std::string& fallback, const std::vector<std::string>& allowed) const {
@@ -129,13 +132,18 @@ public:
         throw usage_error(name + ": expected one of " + list + ", got '" + v + "'");
     }
 
-    static std::int64_t parse_integer(const std::string& name, const std::string& s, std::int64_t low) {
-        char* end = nullptr;
-        errno = 0;
-        long long v = std::strtoll(s.c_str(), &end, 10);
-        if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE)
-            throw usage_error(name + ": expected an integer, got '" + s + "'");
+    // A decimal integer in [low, high]: digits with an optional '-', nothing
+    // else (no '+', blanks or hex); out of 64-bit range is an error too.
+    static std::int64_t parse_integer(const std::string& name, const std::string& s, std::int64_t low,
+                                      std::int64_t high = std::numeric_limits<std::int64_t>::max()) {
+        std::int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+        if (ec == std::errc::result_out_of_range)
+            throw usage_error(name + ": " + s + " is out of range (" + std::to_string(low) + ".." + std::to_string(high) + ")");
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+            throw usage_error(name + ": expected a decimal integer, got '" + s + "'");
         if (v < low) throw usage_error(name + ": must be at least " + std::to_string(low) + ", got " + s);
+        if (v > high) throw usage_error(name + ": must be at most " + std::to_string(high) + ", got " + s);
         return v;
     }
 

@@ -12,14 +12,23 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "tsopt/backend/reference/executor.hpp"
+#include "tsopt/io/atomic_file.hpp"
 #include "tsopt/onnx.hpp"
 
 #include "../../examples/rules.hpp"
 #include "cli.hpp"
 
 namespace tsopt::cli {
+
+// Upper bounds of counts given on the command line: beyond them a run would
+// not finish in any useful time (and --reps must fit the int the backends take).
+inline constexpr std::int64_t max_reps = 1'000'000;
+inline constexpr std::int64_t max_top_k = 1'000;
+// Largest extent --batch / --dims may give a dimension.
+inline constexpr std::int64_t max_dim = std::numeric_limits<std::int32_t>::max();
 
 // --dims "seq=128,len=4" -> {"seq": 128, "len": 4}
 inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::string& text) {
@@ -29,7 +38,7 @@ inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::st
         auto eq = item.find('=');
         if (item.empty() || eq == std::string::npos || eq == 0)
             throw usage_error("--dims: expected NAME=N[,NAME=N...], got '" + text + "'");
-        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
+        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1, max_dim);
     }
     return r;
 }
@@ -37,10 +46,12 @@ inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::st
 // Import options from --batch / --dims.
 inline onnx::import_options import_options_from(const args& a) {
     onnx::import_options o;
-    o.batch = a.integer("--batch", 0, 1);
+    o.batch = a.integer("--batch", 0, 1, max_dim);
     if (a.has("--dims")) o.dims = parse_dims(a.str("--dims"));
     return o;
 }
+
+inline constexpr std::uintmax_t max_model_file_bytes = std::uintmax_t(2) << 30;
 
 // Reads an ONNX model; every failure is a bad_input failure with the reason.
 inline onnx::model load_model(const std::string& path, const onnx::import_options& o) {
@@ -48,7 +59,17 @@ inline onnx::model load_model(const std::string& path, const onnx::import_option
     std::error_code ec;
     if (!fs::exists(path, ec)) throw input_error(path + ": no such file");
     if (fs::is_directory(path, ec)) throw input_error(path + ": is a directory, not an ONNX file");
-    if (fs::file_size(path, ec) == 0 && !ec) throw input_error(path + ": empty file, not an ONNX model");
+    // Devices (/dev/zero), FIFOs and sockets are refused before anything is
+    // read: they could be endless or block forever.
+    if (!fs::is_regular_file(path, ec)) throw input_error(path + ": not a regular file (a device, FIFO or socket?)");
+    const auto size = fs::file_size(path, ec);
+    if (ec) throw input_error(path + ": cannot read its size: " + ec.message());
+    if (size == 0) throw input_error(path + ": the file is empty, not an ONNX model");
+    // Protocol buffers cannot parse a message over 2 GiB; larger weights live
+    // in external data files beside the model.
+    if (size > max_model_file_bytes)
+        throw input_error(path + ": " + std::to_string(size) + " bytes, over the 2 GiB limit of an ONNX file " +
+                          "(store the weights as external data)");
     try {
         return onnx::read_model(path, o);
     } catch (const std::bad_alloc&) {
@@ -63,6 +84,14 @@ inline onnx::model load_model(const std::string& path, const onnx::import_option
 }
 
 inline std::string shape_text(const shape& s) { return s.str(); }
+
+// 1.23e-07: small relative errors and tolerances stay readable (std::to_string
+// would print 0.000000).
+inline std::string scientific(double v) {
+    std::ostringstream os;
+    os << std::scientific << std::setprecision(2) << v;
+    return os.str();
+}
 
 // Inputs for graph `to`, taken by name from `from`'s inputs `in`.
 inline std::vector<tensor<float>> inputs_by_name(const graph& from, const std::vector<tensor<float>>& in, const graph& to,
@@ -173,6 +202,53 @@ inline std::string rule_source_text(examples::rule_source s) {
         case examples::rule_source::generated: return "generated";
         default: return "axiom-derived + generated";
     }
+}
+
+// ---- output files ----------------------------------------------------------
+
+// A path with its links and `..` resolved, for comparing destinations.
+inline std::filesystem::path resolved_path(const std::string& p) {
+    std::error_code ec;
+    auto r = std::filesystem::weakly_canonical(p, ec);
+    return ec ? std::filesystem::absolute(p, ec).lexically_normal() : r;
+}
+
+// Whether two paths name the same file (through links, `..`, hard links).
+inline bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(a, b, ec) && !ec) return true;
+    return resolved_path(a) == resolved_path(b);
+}
+
+// Checks, before any work, that option `what` can write the file `path`:
+// its directory exists (tsopt never creates one for an output file) and is
+// writable, and the path is not a directory or a device. The file itself is
+// written later, atomically (io/atomic_file.hpp).
+inline void check_output_file(const std::string& what, const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path parent = fs::path(path).parent_path();
+    if (parent.empty()) parent = ".";
+    if (!fs::exists(parent, ec))
+        throw write_error(what + " '" + path + "': directory '" + parent.string() +
+                          "' does not exist (output directories are not created; make it first)");
+    if (!fs::is_directory(parent, ec))
+        throw write_error(what + " '" + path + "': '" + parent.string() + "' is not a directory");
+    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+        throw write_error(what + " '" + path + "': directory '" + parent.string() + "' is not writable");
+    if (fs::is_directory(path, ec)) throw write_error(what + " '" + path + "' is a directory");
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+        throw write_error(what + " '" + path + "' exists and is not a regular file");
+}
+
+// Refuses two options naming the same file (e.g. -o equal to the input:
+// the input is never overwritten).
+inline void check_distinct(const std::vector<std::pair<std::string, std::string>>& files) {
+    for (std::size_t i = 0; i < files.size(); ++i)
+        for (std::size_t j = i + 1; j < files.size(); ++j)
+            if (!files[i].second.empty() && !files[j].second.empty() && same_file(files[i].second, files[j].second))
+                throw usage_error(files[i].first + " and " + files[j].first + " name the same file ('" + files[i].second +
+                                  "' and '" + files[j].second + "'); give distinct files");
 }
 
 // ---- JSON ----------------------------------------------------------------

@@ -3,6 +3,7 @@
 //   tsopt bench IN.onnx [OPT.onnx]        tsopt rules [--filter S]
 // Thin: parsing, progress and printing; the work is tsopt::optimize, the
 // ONNX importer/exporter, the backends and the DOT writer.
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -32,6 +33,9 @@ constexpr std::string_view main_help =
 
 int main(int argc, char** argv) {
     using namespace tsopt::cli;
+    // Past `ulimit -f`, write(2) fails with EFBIG instead of killing the
+    // process, so the atomic writer removes its temporary and reports it.
+    std::signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         std::cerr << main_help << exit_codes_text;
         return exit_code::usage;

@@ -3,7 +3,6 @@
 // pick_fastest (AutoGraph's on-board verification), the ONNX importer and
 // exporter and io/dot.hpp; this file sequences them and prints.
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -33,7 +32,7 @@ const std::string_view optimize_help =
     "  --backend B             cpu: oneDNN, measured costs (default); cuda: cuDNN/cuBLAS (needs a CUDA\n"
     "                          build and a GPU); analytic: the analytical cost model, no device timing\n"
     "  --alpha A               relaxation of the backtracking search, >= 1 (default 1.05; 1 is greedy)\n"
-    "  --budget SECONDS        search time budget (default 30)\n"
+    "  --budget SECONDS        time budget of import, measurement and search (default 30)\n"
     "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
     "  --dims NAME=N,...       values for named symbolic dimensions\n"
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
@@ -45,6 +44,8 @@ const std::string_view optimize_help =
     "  --reps N                timing rounds per candidate (default 20)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
     "  --seed S                seed of the random inputs and the search (default 1)\n"
+    "  --max-constant-mib N    largest constant a rewrite may create, in MiB (default: the larger of\n"
+    "                          16 MiB and the model's weights); rewrites needing more are not applied\n"
     "  -h, --help              this text\n"
     "\n"
     "Measured operator times are cached in $TSOPT_CACHE_DIR (default ~/.cache/tsopt).\n"
@@ -58,6 +59,8 @@ struct settings {
     std::size_t top_k = 4;
     int reps = 20;
     std::uint64_t seed = 1;
+    std::size_t max_constant_bytes = 0;  // 0: optimize's default for the model
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     examples::rule_source rules = examples::rule_source::axioms;
     onnx::import_options import;
 };
@@ -72,7 +75,8 @@ struct outcome {
     std::size_t candidates = 1, chosen_index = 0, rejected = 0;
     std::vector<double> candidate_ms;
     double search_s = 0;
-    std::function<double(const graph&, std::size_t)> node_cost;  // for pictures
+    // For pictures; the last argument is the graph's constant_mask().
+    std::function<double(const graph&, std::size_t, const std::vector<bool>&)> node_cost;
     std::function<std::vector<tensor<float>>(const graph&, const std::vector<tensor<float>>&)> execute;
     std::string executor;                   // who ran the verification
     // Opaque types no backend implementation exists for: timing and
@@ -109,7 +113,13 @@ private:
 };
 
 optimize_options search_options(const settings& s) {
-    return {.alpha = s.alpha, .budget = std::chrono::duration<double>(s.budget), .seed = s.seed, .top_k = s.top_k};
+    // --budget bounds the command, not only the search: what importing and
+    // measuring took is taken off (the search keeps a twentieth at least).
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+    const double left = std::max(s.budget / 20, s.budget - spent);
+    optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(left), .seed = s.seed, .top_k = s.top_k};
+    o.max_constant_bytes = s.max_constant_bytes;
+    return o;
 }
 
 // The optimizer's best and its top-k, distinct and different from the original.
@@ -181,7 +191,9 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     o.ms_after = pick.ms[pick.best];
     o.cost_before = measured->graph_cost(g);
     o.cost_after = measured->graph_cost(o.chosen);
-    o.node_cost = [measured](const graph& h, std::size_t i) { return measured->operator_cost(h, i); };
+    o.node_cost = [measured](const graph& h, std::size_t i, const std::vector<bool>& constant) {
+        return measured->operator_cost(h, i, constant);
+    };
     o.execute = [&be](const graph& h, const std::vector<tensor<float>>& in) { return be.execute(h, in); };
     o.executor = std::string(B::name);
     return o;
@@ -201,7 +213,9 @@ outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite:
     o.candidates = o.result.report.improved ? 2 : 1;
     o.cost_before = model.graph_cost(g);
     o.cost_after = model.graph_cost(o.chosen);
-    o.node_cost = [model](const graph& h, std::size_t i) { return model.operator_cost(h, i); };
+    o.node_cost = [model](const graph& h, std::size_t i, const std::vector<bool>& constant) {
+        return model.operator_cost(h, i, constant);
+    };
     auto ref = std::make_shared<backend::reference>();
     install_opaque_ops(*ref);
     o.execute = [ref](const graph& h, const std::vector<tensor<float>>& in) { return ref->execute(h, in); };
@@ -211,13 +225,11 @@ outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite:
 }
 
 void write_file(const std::string& path, const std::string& bytes, const char* what) {
-    std::error_code ec;
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw write_error("cannot write " + std::string(what) + " '" + path + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw write_error("writing " + std::string(what) + " '" + path + "' failed");
+    try {
+        io::write_file_atomically(path, bytes);
+    } catch (const error& e) {
+        throw write_error(std::string(what) + ": " + e.what());
+    }
 }
 
 std::string op_counts_json(const graph& g) {
@@ -247,7 +259,8 @@ std::string metrics_json(const cost::metrics& m, std::size_t ops, std::optional<
 int optimize_command(int argc, char** argv, int first) {
     args a(argc, argv, first,
            {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--batch"}, {"--dims"}, {"--report"},
-            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"}});
+            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"},
+            {"--max-constant-mib"}});
     settings s;
     if (a.positional().size() != 1)
         throw usage_error(a.positional().empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
@@ -260,24 +273,34 @@ int optimize_command(int argc, char** argv, int first) {
     s.alpha = a.number("--alpha", 1.05, 1.0);
     s.budget = a.number("--budget", 30, 0.0, true);
     s.tolerance = a.number("--tolerance", 1e-4, 0.0, true);
-    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0));
-    s.reps = static_cast<int>(a.integer("--reps", 20, 1));
+    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0, max_top_k));
+    s.reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
     s.seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
+    s.max_constant_bytes = static_cast<std::size_t>(a.integer("--max-constant-mib", 0, 1, std::int64_t(1) << 30)) << 20;
     s.report = a.str("--report");
     s.dot = a.str("--dot");
     s.rules = rule_source_from(a);
     s.import = import_options_from(a);
 
-    // Fail on an unwritable destination before the search, not after it.
-    for (const std::string& f : {s.out, s.report}) {
-        if (f.empty()) continue;
+    // Fail on an unwritable or clashing destination before the search, not
+    // after it; the input is never a destination.
+    check_output_file("-o", s.out);
+    if (!s.report.empty()) check_output_file("--report", s.report);
+    std::vector<std::pair<std::string, std::string>> files{{"the input", s.in}, {"-o", s.out}, {"--report", s.report}};
+    if (!s.dot.empty()) {
+        namespace fs = std::filesystem;
         std::error_code ec;
-        auto parent = std::filesystem::path(f).parent_path();
-        if (!parent.empty() && !std::filesystem::is_directory(parent, ec) &&
-            (!std::filesystem::create_directories(parent, ec) || ec))
-            throw write_error("cannot create the directory of '" + f + "'" + (ec ? ": " + ec.message() : std::string()));
-        if (std::filesystem::is_directory(f, ec)) throw write_error("'" + f + "' is a directory");
+        if (!fs::is_directory(s.dot, ec)) {
+            fs::path parent = fs::path(s.dot).parent_path();
+            if (fs::exists(s.dot, ec)) throw write_error("--dot '" + s.dot + "' is not a directory");
+            if (!parent.empty() && !fs::is_directory(parent, ec))
+                throw write_error("--dot '" + s.dot + "': directory '" + parent.string() +
+                                  "' does not exist (only the last component of --dot is created)");
+        }
+        for (const char* f : {"before.dot", "after.dot", "before.svg", "after.svg"})
+            files.emplace_back(std::string("--dot's ") + f, (fs::path(s.dot) / f).string());
     }
+    check_distinct(files);
 
     progress prog;
     auto model = load_model(s.in, s.import);
@@ -328,11 +351,12 @@ int optimize_command(int argc, char** argv, int first) {
     std::vector<io::picture> pictures;
     if (!s.dot.empty()) {
         std::error_code ec;
-        std::filesystem::create_directories(s.dot, ec);
+        std::filesystem::create_directory(s.dot, ec);
         if (ec) throw write_error("--dot: cannot create directory '" + s.dot + "': " + ec.message());
         auto costs = [&](const graph& h) {
             std::vector<double> c(h.size());
-            for (std::size_t i = 0; i < h.size(); ++i) c[i] = o.node_cost(h, i);
+            const auto constant = h.constant_mask();
+            for (std::size_t i = 0; i < h.size(); ++i) c[i] = o.node_cost(h, i, constant);
             return c;
         };
         auto title = [&](const char* which, const graph& h, double cost) {
@@ -382,6 +406,9 @@ int optimize_command(int argc, char** argv, int first) {
     out << std::defaultfloat << std::setprecision(4) << "\n  search: " << o.search_s << " s (stopped: "
         << search::to_string(rep.stopped) << "), " << rep.parts << " part(s), " << rep.expansions << " graphs expanded, "
         << rep.generated << " generated, " << rep.dedup_hits << " duplicates\n";
+    if (rep.oversized_constants)
+        out << "  refused " << rep.oversized_constants << " rewrite(s) that would create a constant above "
+            << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
     if (!o.ms_before) out << "  end-to-end time: not measured (--backend analytic)\n";
     else {
         out << "  timed end to end (" << s.reps << " interleaved rounds): original " << o.candidate_ms[0] << " ms";
@@ -434,6 +461,8 @@ int optimize_command(int argc, char** argv, int first) {
             .num("generated", static_cast<double>(rep.generated))
             .num("duplicates", static_cast<double>(rep.dedup_hits))
             .num("rejected_applications", static_cast<double>(rep.rejected))
+            .num("refused_oversized_constants", static_cast<double>(rep.oversized_constants))
+            .num("max_constant_bytes", static_cast<double>(rep.max_constant_bytes))
             .num("pruned", static_cast<double>(rep.pruned))
             .boolean("improved_cost", rep.improved);
         std::string cand = "[";
@@ -477,7 +506,7 @@ int optimize_command(int argc, char** argv, int first) {
 
     if (!agree)
         throw mismatch_error("the optimized model's outputs differ from the original's (max relative error " +
-                             std::to_string(err) + " > " + std::to_string(s.tolerance) + "); nothing written to " + s.out);
+                             scientific(err) + " > tolerance " + scientific(s.tolerance) + "); nothing written to " + s.out);
     out << "  wrote " << s.out << " (" << bytes.size() << " bytes)";
     if (!s.report.empty()) out << ", report " << s.report;
     out << "\n";

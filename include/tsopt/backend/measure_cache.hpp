@@ -20,6 +20,7 @@
 // The file is rewritten atomically (temporary + rename) after each new
 // measurement. A file that cannot be parsed is reported once on stderr and
 // ignored (and replaced at the next save); it never stops the program.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include "tsopt/cost/cache.hpp"
+#include "tsopt/io/atomic_file.hpp"
 
 namespace tsopt::backend {
 
@@ -91,8 +94,12 @@ public:
         ++hits;
         return it->second;
     }
+    // Plausible operator times: a nanosecond (timer resolution) to an hour.
+    // A time outside them in the file means the file is corrupt.
+    static constexpr double min_ms = 1e-6, max_ms = 3.6e6;
+
     void put(const std::string& key, double ms) {
-        map_[key] = ms;
+        map_[key] = std::clamp(ms, min_ms, max_ms);
         save();
     }
 
@@ -120,9 +127,11 @@ private:
             auto tab = line.rfind('\t');
             char* end = nullptr;
             double ms = tab == std::string::npos ? NAN : std::strtod(line.c_str() + tab + 1, &end);
-            if (tab == std::string::npos || tab == 0 || end == line.c_str() + tab + 1 || *end != '\0' || !std::isfinite(ms) ||
-                ms < 0)
+            if (tab == std::string::npos || tab == 0 || end == line.c_str() + tab + 1 || *end != '\0' || !std::isfinite(ms))
                 return warn("line " + std::to_string(no) + " is not 'key<TAB>milliseconds'");
+            if (ms < min_ms || ms > max_ms)
+                return warn("line " + std::to_string(no) + ": " + line.substr(tab + 1) + " ms is outside " +
+                            "the plausible range of an operator time (1 ns to 1 hour)");
             m[line.substr(0, tab)] = ms;
         }
         map_ = std::move(m);
@@ -132,21 +141,15 @@ private:
         if (file_.empty() || save_failed_) return;
         std::error_code ec;
         std::filesystem::create_directories(file_.parent_path(), ec);
-        auto tmp = file_;
-        tmp += ".tmp." + std::to_string(::getpid());
-        {
-            std::ofstream f(tmp, std::ios::trunc);
-            f << magic << "\nmachine\t" << machine_ << "\n";
-            f.precision(17);  // exact round trip: a reloaded time equals the measured one
-            for (auto& [k, v] : map_) f << k << "\t" << v << "\n";
-            if (!f) ec = std::make_error_code(std::errc::io_error);
-        }
-        if (!ec) std::filesystem::rename(tmp, file_, ec);
-        if (ec) {
+        std::ostringstream text;
+        text << magic << "\nmachine\t" << machine_ << "\n";
+        text.precision(17);  // exact round trip: a reloaded time equals the measured one
+        for (auto& [k, v] : map_) text << k << "\t" << v << "\n";
+        try {
+            io::write_file_atomically(file_, text.str());
+        } catch (const error& e) {
             save_failed_ = true;
-            std::filesystem::remove(tmp, ec);
-            std::cerr << "tsopt " << backend_ << ": cannot write measurement cache " << file_
-                      << "; keeping measurements in memory only\n";
+            std::cerr << "tsopt " << backend_ << ": " << e.what() << "; keeping measurements in memory only\n";
         }
     }
 

@@ -33,10 +33,12 @@
 // operator_cost depends only on the node, its parameters, its input shapes
 // and layouts and its output layout (cost::op_key, cost/cache.hpp), never on
 // the rest of the graph, except that constant-folded operators are free.
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -65,36 +67,52 @@ inline bool runs_at_inference(const graph& g, std::size_t i, const std::vector<b
     return !constant[i];
 }
 
-// The same question without a precomputed mask: walks only the ancestors of
-// node i (memoised), so pricing one node stays cheap.
+namespace detail {
+// Ancestor walks by the single-node runs_at_inference below. Pricing a whole
+// graph computes graph::constant_mask once and passes it down instead; the
+// tests read this counter to hold every graph-wide pass to that.
+inline std::atomic<std::size_t> inference_walks{0};
+}  // namespace detail
+
+// The same question without a precomputed mask, for pricing one node: walks
+// the ancestors of node i (memoised in a map the size of what it visits, not
+// of the graph). Pricing many nodes of one graph: use the overload above.
 inline bool runs_at_inference(const graph& g, std::size_t i) {
     if (i >= g.size()) throw error("cost: node " + std::to_string(i) + " out of range (graph has " +
                                    std::to_string(g.size()) + " nodes)");
     const node& n = g.nodes[i];
     if (n.kind == node_kind::input || n.kind == node_kind::weight) return false;
     if (n.kind == node_kind::opaque) return true;
-    // 0 unknown, 1 constant, 2 not constant
-    std::vector<std::uint8_t> memo(g.size(), 0);
+    detail::inference_walks.fetch_add(1, std::memory_order_relaxed);
+    // 1 constant, 2 not constant
+    std::unordered_map<std::size_t, std::uint8_t> memo;
+    auto known = [&](std::size_t j) -> std::uint8_t {
+        auto it = memo.find(j);
+        return it == memo.end() ? 0 : it->second;
+    };
     std::vector<std::pair<std::size_t, std::size_t>> stack{{i, 0}};  // (node, next input to look at)
     while (!stack.empty()) {
-        auto& [j, next] = stack.back();
+        auto [j, next] = stack.back();
         const node& nj = g.nodes[j];
         if (nj.kind == node_kind::weight) { memo[j] = 1; stack.pop_back(); continue; }
         if (nj.kind != node_kind::op) { memo[j] = 2; stack.pop_back(); continue; }
+        std::uint8_t verdict = 1;
         bool descended = false;
         while (next < nj.inputs.size()) {
             std::size_t p = static_cast<std::size_t>(nj.inputs[next].node);
-            if (memo[p] == 2) { memo[j] = 2; break; }
-            if (memo[p] == 1) { ++next; continue; }
+            std::uint8_t k = known(p);
+            if (k == 2) { verdict = 2; break; }
+            if (k == 1) { ++next; continue; }
+            stack.back().second = next;
             stack.push_back({p, 0});
             descended = true;
             break;
         }
         if (descended) continue;
-        if (memo[j] == 0) memo[j] = 1;
+        memo[j] = verdict;
         stack.pop_back();
     }
-    return memo[i] != 1;
+    return known(i) != 1;
 }
 
 }  // namespace tsopt::cost

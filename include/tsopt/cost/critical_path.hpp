@@ -55,7 +55,7 @@ public:
         std::vector<std::int64_t> pred(g.size(), -1);
         critical_path_report r;
         for (std::size_t i = 0; i < g.size(); ++i)
-            if (runs_at_inference(g, i, constant)) t[i] = detail::price(time_, g, i);
+            if (runs_at_inference(g, i, constant)) t[i] = detail::price(time_, g, i, &constant);
         std::size_t last = 0;
         for (std::size_t i : g.topological_order()) {
             double start = 0;

@@ -111,7 +111,7 @@ public:
     metrics op_metrics(const graph& g, std::size_t i, const std::vector<bool>& constant) {
         metrics r;
         if (!runs_at_inference(g, i, constant)) return r;
-        r.time_ms = detail::price(time_, g, i);
+        r.time_ms = detail::price(time_, g, i, &constant);
         r.flops = op_flops(g, i);
         r.memory_bytes = op_bytes(g, i, m_);
         r.launches = 1;

@@ -28,10 +28,14 @@ concept op_cost_source = requires(S& s, const graph& g, std::size_t i) {
 };
 
 namespace detail {
+// `constant`, when given, is g.constant_mask(), passed on to a source that
+// takes it, so pricing every node of a graph stays linear.
 template <class S>
-double price(S& s, const graph& g, std::size_t i) {
+double price(S& s, const graph& g, std::size_t i, const std::vector<bool>* constant = nullptr) {
     double c;
-    if constexpr (requires { s.operator_cost(g, i); }) c = static_cast<double>(s.operator_cost(g, i));
+    if constexpr (requires { s.operator_cost(g, i, *constant); })
+        c = static_cast<double>(constant ? s.operator_cost(g, i, *constant) : s.operator_cost(g, i));
+    else if constexpr (requires { s.operator_cost(g, i); }) c = static_cast<double>(s.operator_cost(g, i));
     else c = static_cast<double>(s(g, i));
     if (!(c >= 0)) throw error("cost source priced " + g.nodes[i].describe() + " at " + std::to_string(c) +
                                "; costs must be non-negative numbers");
@@ -50,7 +54,7 @@ public:
         return runs_at_inference(g, i) ? detail::price(source_, g, i) : 0.0;
     }
     double operator_cost(const graph& g, std::size_t i, const std::vector<bool>& constant) {
-        return runs_at_inference(g, i, constant) ? detail::price(source_, g, i) : 0.0;
+        return runs_at_inference(g, i, constant) ? detail::price(source_, g, i, &constant) : 0.0;
     }
     double graph_cost(const graph& g) {
         auto constant = g.constant_mask();

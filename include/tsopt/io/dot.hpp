@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "tsopt/core/graph.hpp"
+#include "tsopt/io/atomic_file.hpp"
 
 namespace tsopt::io {
 
@@ -195,16 +195,13 @@ struct picture {
     std::string note;      // why not, when not
 };
 
-// Writes `stem`.dot and, where Graphviz is installed, `stem`.svg.
+// Writes `stem`.dot and, where Graphviz is installed, `stem`.svg, each
+// atomically (io/atomic_file.hpp): `dot` writes the SVG to a pipe, never to
+// the destination.
 inline picture write_picture(const graph& g, const std::string& stem, const dot_options& o = {}) {
     picture p;
     p.dot_path = stem + ".dot";
-    {
-        std::ofstream f(p.dot_path);
-        if (!f) throw error("cannot write '" + p.dot_path + "'");
-        f << to_dot(g, o);
-        if (!f) throw error("writing '" + p.dot_path + "' failed");
-    }
+    write_file_atomically(p.dot_path, to_dot(g, o));
     if (!have_dot()) {
         p.note = "Graphviz 'dot' is not installed: wrote " + p.dot_path + " only (apt-get install graphviz for SVG)";
         return p;
@@ -214,13 +211,19 @@ inline picture write_picture(const graph& g, const std::string& stem, const dot_
         for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
         return r + "'";
     };
-    std::string svg = stem + ".svg";
-    std::string cmd = "dot -Tsvg " + quote(p.dot_path) + " -o " + quote(svg) + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
+    std::string svg_text;
+    std::string cmd = "dot -Tsvg " + quote(p.dot_path) + " 2>/dev/null";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (pipe) {
+        char buf[1 << 16];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) svg_text.append(buf, n);
+    }
+    if (!pipe || ::pclose(pipe) != 0 || svg_text.empty()) {
         p.note = "dot -Tsvg failed on " + p.dot_path;
         return p;
     }
-    p.svg_path = svg;
+    p.svg_path = stem + ".svg";
+    write_file_atomically(p.svg_path, svg_text);
     return p;
 }
 

@@ -25,6 +25,7 @@
 // models see; rewrite::explicit_conversions (layout.hpp) then turns the
 // mismatches a variant creates into reorder nodes.
 #include <bit>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,9 +35,20 @@
 
 namespace tsopt::rewrite {
 
+// The default limit on one constant an application creates (apply_options).
+inline constexpr std::size_t default_max_constant_bytes = std::size_t(64) << 20;
+
 struct apply_options {
     bool layouts = false;            // enumerate layouts of new nodes
     std::size_t max_layout_variants = 4;
+    // A new node whose value is a constant (its inputs are all weights or
+    // constants, so weight preprocessing materializes it) may hold at most
+    // this many bytes; an application needing a larger one is refused, e.g.
+    // (relu ?x) => (matmul{act=1} ?x (imatmul{n=dim(?x,1)})) on a [1, 32768]
+    // tensor, whose identity would take 4 GiB. Refusals are counted in
+    // *oversized_constants when it is given.
+    std::size_t max_constant_bytes = default_max_constant_bytes;
+    std::size_t* oversized_constants = nullptr;
 };
 
 // Layouts an operator supports, in enumeration order (the default first).
@@ -101,7 +113,8 @@ struct built {
     std::vector<std::int32_t> fresh;   // ids of the new nodes
 };
 
-inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, std::string* why) {
+inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
+                                  std::string* why) {
     const graph& g = ix.g();
     auto fail = [&](std::string msg) -> std::optional<built> {
         if (why) *why = "rule '" + std::string(r.name) + "': " + std::move(msg);
@@ -116,6 +129,11 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
 
     built b{g, {}};
     graph& ng = b.g;
+    std::vector<char> fresh_constant;  // per new node, at its id - g.size()
+    auto is_constant = [&](value v) {
+        auto id = static_cast<std::size_t>(v.node);
+        return id < g.size() ? ix.constant(v.node) : fresh_constant[id - g.size()] != 0;
+    };
     std::vector<value> made(r.dst.size(), value{-1, 0});
     auto resolve = [&](const spec::value_ref& ref) -> value {
         if (ref.is_var) return static_cast<std::size_t>(ref.index) < m.tensors.size() ? m.tensors[static_cast<std::size_t>(ref.index)] : value{-1, 0};
@@ -157,6 +175,10 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
             }
             if (!val) return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") parameter '" +
                                   std::string(d.params[static_cast<std::size_t>(s)].name) + "' cannot be evaluated");
+            if (*val < std::numeric_limits<std::int32_t>::min() || *val > std::numeric_limits<std::int32_t>::max())
+                return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") parameter '" +
+                            std::string(d.params[static_cast<std::size_t>(s)].name) + "' would be " +
+                            std::to_string(*val) + ", beyond a 32-bit parameter");
             n.params[s] = static_cast<std::int32_t>(*val);
         }
         // A split without a point (axiom DSL) splits where the matching concat joined.
@@ -208,8 +230,21 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         if (!layout_sensitive(n.op) && spec::decl(n.op).layouts == spec::image_layouts && n.shapes[0].rank == 4)
             for (value v : n.inputs)
                 if (ng.at(v).out_layout == spec::layout::nhwc && ng.shape_of(v).rank == 4) n.out_layout = spec::layout::nhwc;
+        bool constant = true;
+        for (value v : n.inputs) constant = constant && is_constant(v);
+        if (constant) {
+            double bytes = 0;
+            for (const auto& s : n.shapes) bytes += static_cast<double>(s.elements()) * sizeof(float);
+            if (bytes > static_cast<double>(o.max_constant_bytes)) {
+                if (o.oversized_constants) ++*o.oversized_constants;
+                return fail("target node " + std::to_string(i) + " (" + std::string(d.name) + ") would be a constant of " +
+                            std::to_string(static_cast<std::uint64_t>(bytes)) + " bytes (" + n.shapes[0].str() +
+                            "), above the limit of " + std::to_string(o.max_constant_bytes) + " bytes");
+            }
+        }
         made[i] = {static_cast<std::int32_t>(ng.nodes.size()), 0};
         b.fresh.push_back(made[i].node);
+        fresh_constant.push_back(constant ? 1 : 0);
         ng.nodes.push_back(std::move(n));
     }
 
@@ -262,7 +297,7 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
 // (`why` says why).
 inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const match& m, const apply_options& o = {},
                                     std::string* why = nullptr) {
-    auto b = detail::build(ix, r, m, why);
+    auto b = detail::build(ix, r, m, o, why);
     if (!b) return {};
     std::vector<graph> out;
     std::vector<std::pair<std::int32_t, std::vector<spec::layout>>> choices;
@@ -297,10 +332,14 @@ inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const 
 
 // The rewritten graph (compacted, default layouts for new nodes), or nullopt
 // with the reason in `why`.
-inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, std::string* why = nullptr) {
-    auto b = detail::build(ix, r, m, why);
+inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
+                                  std::string* why = nullptr) {
+    auto b = detail::build(ix, r, m, o, why);
     if (!b) return std::nullopt;
     return b->g.compacted();
+}
+inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, std::string* why = nullptr) {
+    return apply(ix, r, m, apply_options{}, why);
 }
 inline std::optional<graph> apply(const graph& g, const rule& r, const match& m, std::string* why = nullptr) {
     graph_index ix(g);

@@ -46,7 +46,7 @@ struct match {
 // slots, plus graph outputs counted separately).
 class graph_index {
 public:
-    explicit graph_index(const graph& g) : g_(&g), cons_(g.consumers()), out_uses_(g.size()) {
+    explicit graph_index(const graph& g) : g_(&g), cons_(g.consumers()), constant_(g.constant_mask()), out_uses_(g.size()) {
         for (std::size_t i = 0; i < g.size(); ++i) {
             const node& n = g.nodes[i];
             if (n.kind == node_kind::op) by_kind_[static_cast<std::size_t>(n.op)].push_back(static_cast<std::int32_t>(i));
@@ -64,6 +64,8 @@ public:
     }
     // Consumer slots reading `v`.
     int uses(value v) const { return uses_[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)]; }
+    // Whether node n's value is fixed before inference (graph::constant_mask).
+    bool constant(std::int32_t n) const { return constant_[static_cast<std::size_t>(n)]; }
     // Times `v` is a graph output.
     int output_uses(value v) const { return out_uses_[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)]; }
 
@@ -71,6 +73,7 @@ private:
     const graph* g_;
     std::array<std::vector<std::int32_t>, spec::op_count> by_kind_{};
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> cons_;
+    std::vector<bool> constant_;
     std::vector<std::vector<int>> uses_, out_uses_;
 };
 

@@ -59,7 +59,8 @@ struct report {
     std::size_t expansions = 0;     // graphs taken from the queue and expanded
     std::size_t generated = 0;      // rewritten graphs produced (before de-duplication)
     std::size_t dedup_hits = 0;     // generated graphs already seen
-    std::size_t rejected = 0;       // matches whose application failed (shape, cycle)
+    std::size_t rejected = 0;       // matches whose application failed (shape, cycle, constant size)
+    std::size_t oversized_constants = 0;  // of those, refused for a constant above max_constant_bytes
     std::size_t enqueued = 0;       // candidates within alpha * best
     std::size_t pruned = 0;         // candidates dropped because the queue was full
     std::size_t max_queue_seen = 0;
@@ -126,6 +127,8 @@ public:
     backtracking& layouts(bool on) { layouts_ = on; return *this; }
     // Fold weight-only operators after every rewrite (weight preprocessing).
     backtracking& fold_weights(bool on) { fold_ = on; return *this; }
+    // Largest constant a rule application may create (rewrite::apply_options).
+    backtracking& max_constant_bytes(std::size_t bytes) { max_constant_bytes_ = bytes; return *this; }
 
     template <cost::cost_model Cost>
     result run(const graph& start, Cost&& model) const {
@@ -243,7 +246,10 @@ public:
                 for (const auto& m : ms) {
                     if (out_of_time()) break;
                     timed([&] {
-                        auto outs = rewrite::apply_all(ix, r, m, {.layouts = layouts_});
+                        auto outs = rewrite::apply_all(ix, r, m,
+                                                       {.layouts = layouts_,
+                                                        .max_constant_bytes = max_constant_bytes_,
+                                                        .oversized_constants = &res.rep.oversized_constants});
                         if (outs.empty()) { ++res.rep.rejected; return; }
                         for (auto& o : outs)
                             consider(layouts_ ? rewrite::explicit_conversions(std::move(o)) : std::move(o), hist, static_cast<int>(ri));
@@ -283,6 +289,7 @@ private:
     std::size_t top_k_ = 0;
     bool layouts_ = true;
     bool fold_ = true;
+    std::size_t max_constant_bytes_ = rewrite::default_max_constant_bytes;
 };
 
 }  // namespace tsopt::search

@@ -63,6 +63,8 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside Boost's edge iterator
@@ -130,10 +132,13 @@ inline std::vector<bool> min_vertex_cut(const graph& g, const std::vector<std::s
                         boost::property<boost::edge_residual_capacity_t, double,
                                         boost::property<boost::edge_reverse_t, traits::edge_descriptor>>>>;
     const std::size_t n = set.size();
-    std::vector<std::int64_t> local(g.size(), -1);
+    // Position in `set` by node id: a map the size of the set, not of the
+    // graph (split calls this once per piece).
+    std::unordered_map<std::size_t, std::size_t> local;
+    local.reserve(n);
     double total = 0;
     for (std::size_t k = 0; k < n; ++k) {
-        local[set[k]] = static_cast<std::int64_t>(k);
+        local.emplace(set[k], k);
         total += capacity[set[k]];
     }
     const double big = total + 1.0;  // more than any finite cut
@@ -155,10 +160,10 @@ inline std::vector<bool> min_vertex_cut(const graph& g, const std::vector<std::s
     for (std::size_t k = 0; k < n; ++k) {
         add(in_of(k), out_of(k), capacity[set[k]]);
         for (value u : g.nodes[set[k]].inputs) {
-            std::int64_t j = local[static_cast<std::size_t>(u.node)];
-            if (j < 0) continue;
-            add(out_of(static_cast<std::size_t>(j)), in_of(k), big);
-            add(in_of(k), in_of(static_cast<std::size_t>(j)), big);
+            auto it = local.find(static_cast<std::size_t>(u.node));
+            if (it == local.end()) continue;
+            add(out_of(it->second), in_of(k), big);
+            add(in_of(k), in_of(it->second), big);
         }
     }
     const std::size_t half = n / 2;
@@ -326,21 +331,32 @@ struct subgraph {
     std::vector<value> outputs_to;    // g.outputs[k] computes this value of the whole graph
 };
 
-inline subgraph extract(const graph& whole, std::span<const std::size_t> part) {
+// What extract reads of the whole graph, computed once when extracting many
+// parts of it (linear in the graph, then each extract is linear in its part).
+struct extract_context {
+    explicit extract_context(const graph& whole) : position(whole.size()), consumers(whole.consumers()) {
+        auto order = whole.topological_order();
+        for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+    }
+    std::vector<std::size_t> position;  // in a topological order
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;
+};
+
+inline subgraph extract(const graph& whole, std::span<const std::size_t> part, const extract_context& cx) {
     subgraph sg;
-    std::vector<char> member(whole.size(), 0);
+    std::unordered_set<std::size_t> member;
+    std::vector<std::size_t> ordered;
     for (std::size_t v : part) {
         if (v >= whole.size())
             throw error("extract: part names node " + std::to_string(v) + ", the graph has " + std::to_string(whole.size()));
-        if (detail::is_operator(whole.nodes[v])) member[v] = 1;
+        if (detail::is_operator(whole.nodes[v]) && member.insert(v).second) ordered.push_back(v);
     }
+    std::sort(ordered.begin(), ordered.end(), [&](std::size_t a, std::size_t b) { return cx.position[a] < cx.position[b]; });
     std::map<value, value> map;  // whole value -> value in sg.g
     std::map<std::size_t, value> weights;
     std::set<std::string> names;
     graph& g = sg.g;
-    auto order = whole.topological_order();
-    for (std::size_t i : order) {
-        if (!member[i]) continue;
+    for (std::size_t i : ordered) {
         sg.nodes.push_back(i);
         node n = whole.nodes[i];
         for (value& v : n.inputs) {
@@ -378,12 +394,11 @@ inline subgraph extract(const graph& whole, std::span<const std::size_t> part) {
     if (sg.nodes.empty()) throw error("extract: the part holds no operators");
     // Outputs: values read outside the part or marked as outputs of the whole graph.
     std::set<value> needed;
-    for (std::size_t i = 0; i < whole.size(); ++i)
-        if (!member[i])
-            for (value v : whole.nodes[i].inputs)
-                if (member[static_cast<std::size_t>(v.node)]) needed.insert(v);
+    for (std::size_t i : sg.nodes)
+        for (auto [c, slot] : cx.consumers[i])
+            if (!member.count(static_cast<std::size_t>(c))) needed.insert(whole.nodes[static_cast<std::size_t>(c)].inputs[static_cast<std::size_t>(slot)]);
     for (value v : whole.outputs)
-        if (member[static_cast<std::size_t>(v.node)]) needed.insert(v);
+        if (member.count(static_cast<std::size_t>(v.node))) needed.insert(v);
     for (std::size_t i : sg.nodes)
         for (int k = 0; k < whole.nodes[i].num_outputs(); ++k) {
             value v{static_cast<std::int32_t>(i), k};
@@ -394,6 +409,10 @@ inline subgraph extract(const graph& whole, std::span<const std::size_t> part) {
         }
     std::sort(sg.nodes.begin(), sg.nodes.end());
     return sg;
+}
+
+inline subgraph extract(const graph& whole, std::span<const std::size_t> part) {
+    return extract(whole, part, extract_context(whole));
 }
 
 struct replacement {

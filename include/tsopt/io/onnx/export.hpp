@@ -7,10 +7,10 @@
 // Pad; opaque nodes come back as the ONNX nodes they were, attributes and all.
 // Non-default layouts become Transpose pairs (exporter::express_layout); a
 // reorder node is an Identity plus that pair.
-#include <fstream>
 #include <map>
 #include <set>
 
+#include "tsopt/io/atomic_file.hpp"
 #include "tsopt/io/onnx/import.hpp"
 
 namespace tsopt::onnx {
@@ -95,10 +95,11 @@ public:
             value v = g_.outputs[i];
             std::string want = o_.output_names.empty() ? std::string() : o_.output_names[i];
             std::string nm = name(v);
-            bool interface = g_.at(v).kind == node_kind::input || g_.at(v).kind == node_kind::weight;
-            if ((!want.empty() && want != nm) || out_names.count(nm) || interface) {
-                // Rename through an Identity (an input passed through, a value
-                // listed twice, or a name already taken).
+            // An input or initializer that is also an output is listed under
+            // its own name (ONNX allows it): the interface keeps its names.
+            if ((!want.empty() && want != nm) || out_names.count(nm)) {
+                // Rename through an Identity (a value listed twice, or a
+                // requested name other than the value's).
                 std::string out = claim_or_unique(want.empty() ? nm + "_output" : want);
                 auto* nd = add_node("Identity", out + "/identity");
                 nd->add_input(nm);
@@ -449,11 +450,7 @@ inline std::string to_bytes(const graph& g, const export_options& o = {}) {
 }
 
 inline void save(const graph& g, const std::string& path, const export_options& o = {}) {
-    std::string bytes = to_bytes(g, o);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw error("cannot write ONNX file '" + path + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw error("writing ONNX file '" + path + "' failed");
+    io::write_file_atomically(path, to_bytes(g, o));
 }
 
 // Export options that reproduce an imported model's interface: output names

@@ -1,0 +1,121 @@
+#pragma once
+// Writing a file so that, whatever happens during the write (a kill, a full
+// disk, `ulimit -f`, a power cut), the destination holds either its old
+// content or the complete new one, never a prefix.
+//
+//   tsopt::io::write_file_atomically("out/model.onnx", bytes);   // throws tsopt::error
+//
+// The bytes go to a fresh temporary file in the destination's own directory
+// (so that the final rename(2) stays on one file system and is atomic), are
+// flushed to the device with fsync(2), and the temporary is renamed over the
+// destination; the directory is then synced so the rename itself survives a
+// crash. On any failure the temporary is removed and the destination is left
+// untouched. A destination that is a symbolic link keeps the link: its target
+// is replaced. An existing destination's permission bits are kept.
+//
+// Every file tsopt writes goes through here: exported models, reports, DOT
+// and SVG pictures, measurement caches, generated rule tables.
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tsopt/core/error.hpp"
+
+namespace tsopt::io {
+
+namespace detail {
+
+// Closes a descriptor on scope exit unless released; removes the temporary
+// unless the rename succeeded.
+struct temp_file {
+    int fd = -1;
+    std::filesystem::path path;
+    bool keep = false;
+    ~temp_file() {
+        if (fd >= 0) ::close(fd);
+        if (!keep && !path.empty()) ::unlink(path.c_str());
+    }
+};
+
+inline std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+}  // namespace detail
+
+inline void write_file_atomically(const std::filesystem::path& destination, std::string_view bytes) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path dest = destination;
+    // Replace a link's target, not the link.
+    if (fs::is_symlink(dest, ec)) {
+        fs::path target = fs::weakly_canonical(dest, ec);
+        if (!ec) dest = target;
+    }
+    const std::string shown = destination.string();
+    if (dest.filename().empty()) throw error("cannot write '" + shown + "': not a file name");
+    if (fs::is_directory(dest, ec)) throw error("cannot write '" + shown + "': it is a directory");
+    // A device or FIFO is not replaced by a file (renaming over /dev/null
+    // would remove the device).
+    if (fs::exists(dest, ec) && !fs::is_regular_file(dest, ec))
+        throw error("cannot write '" + shown + "': it exists and is not a regular file");
+    const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
+
+    // A name no other writer (another thread, process or tsopt run) uses.
+    static std::atomic<unsigned> counter{0};
+    detail::temp_file tmp;
+    for (int attempt = 0; tmp.fd < 0; ++attempt) {
+        tmp.path = dir / ("." + dest.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(counter.fetch_add(1)));
+        tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (tmp.fd < 0 && (errno != EEXIST || attempt > 100)) {
+            int e = errno;
+            tmp.path.clear();
+            throw error("cannot write '" + shown + "': cannot create a file in '" + dir.string() +
+                        "': " + detail::errno_text(e));
+        }
+    }
+    struct stat old {};
+    if (::stat(dest.c_str(), &old) == 0 && S_ISREG(old.st_mode)) ::fchmod(tmp.fd, old.st_mode & 07777);
+
+    for (std::size_t done = 0; done < bytes.size();) {
+        ssize_t n = ::write(tmp.fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            throw error("writing '" + shown + "' failed after " + std::to_string(done) + " of " +
+                        std::to_string(bytes.size()) + " bytes: " + detail::errno_text(e) +
+                        " (the previous content, if any, is untouched)");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(tmp.fd) != 0) {
+        int e = errno;
+        throw error("writing '" + shown + "' failed: fsync: " + detail::errno_text(e));
+    }
+    int fd = tmp.fd;
+    tmp.fd = -1;
+    if (::close(fd) != 0) {
+        int e = errno;
+        throw error("writing '" + shown + "' failed: close: " + detail::errno_text(e));
+    }
+    if (::rename(tmp.path.c_str(), dest.c_str()) != 0) {
+        int e = errno;
+        throw error("cannot write '" + shown + "': rename: " + detail::errno_text(e));
+    }
+    tmp.keep = true;
+    // Make the rename durable; a file system that cannot sync directories
+    // (EINVAL) has nothing more to do.
+    if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+}  // namespace tsopt::io

@@ -1,0 +1,101 @@
+// io/atomic_file.hpp: the destination holds the old content or the complete
+// new one, whatever the write runs into.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <doctest/doctest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tsopt/io/atomic_file.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_all(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+fs::path fresh_dir(const char* name) {
+    auto d = fs::temp_directory_path() / (std::string("tsopt_atomic_") + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+std::size_t entries(const fs::path& d) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(d)) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("atomic file: writes, replaces, keeps permissions and links") {
+    auto d = fresh_dir("basic");
+    auto f = d / "out.bin";
+    tsopt::io::write_file_atomically(f, "first");
+    CHECK(read_all(f) == "first");
+    ::chmod(f.c_str(), 0640);
+    tsopt::io::write_file_atomically(f, std::string(100000, 'x'));
+    CHECK(read_all(f) == std::string(100000, 'x'));
+    struct stat st {};
+    REQUIRE(::stat(f.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0640);
+    // A link keeps pointing at its (replaced) target.
+    fs::create_symlink(f, d / "link.bin");
+    tsopt::io::write_file_atomically(d / "link.bin", "via link");
+    CHECK(fs::is_symlink(d / "link.bin"));
+    CHECK(read_all(f) == "via link");
+    CHECK(entries(d) == 2);  // no temporary left behind
+    fs::remove_all(d);
+}
+
+TEST_CASE("atomic file: a write cut short by ulimit -f leaves the old content and no temporary") {
+    auto d = fresh_dir("ulimit");
+    auto f = d / "model.onnx";
+    const std::string old(4096, 'o');
+    tsopt::io::write_file_atomically(f, old);
+
+    auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a kill
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    rlimit small = saved;
+    small.rlim_cur = 8192;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string what;
+    try {
+        tsopt::io::write_file_atomically(f, std::string(1 << 20, 'n'));
+    } catch (const tsopt::error& e) {
+        what = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous_handler);
+
+    CHECK(what.find("model.onnx") != std::string::npos);
+    CHECK(what.find("untouched") != std::string::npos);
+    CHECK(read_all(f) == old);
+    CHECK(entries(d) == 1);
+    fs::remove_all(d);
+}
+
+TEST_CASE("atomic file: named errors for a missing directory and a directory destination") {
+    auto d = fresh_dir("errors");
+    CHECK_THROWS_WITH_AS(tsopt::io::write_file_atomically(d / "no" / "x.onnx", "x"),
+                         doctest::Contains("cannot create a file"), tsopt::error);
+    CHECK_FALSE(fs::exists(d / "no"));  // never created
+    CHECK_THROWS_WITH_AS(tsopt::io::write_file_atomically(d, "x"), doctest::Contains("directory"), tsopt::error);
+    REQUIRE(::mkfifo((d / "fifo").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(tsopt::io::write_file_atomically(d / "fifo", "x"), doctest::Contains("not a regular file"),
+                         tsopt::error);
+    CHECK(fs::is_fifo(d / "fifo"));
+    fs::remove_all(d);
+}
