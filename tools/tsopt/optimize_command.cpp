@@ -32,7 +32,10 @@ const std::string_view optimize_help =
     "  --backend B             cpu: oneDNN, measured costs (default); cuda: cuDNN/cuBLAS (needs a CUDA\n"
     "                          build and a GPU); analytic: the analytical cost model, no device timing\n"
     "  --alpha A               relaxation of the backtracking search, >= 1 (default 1.05; 1 is greedy)\n"
-    "  --budget SECONDS        time budget of import, measurement and search (default 30)\n"
+    "  --expansions N          search budget in graphs expanded (default 400): the same model, options\n"
+    "                          and measurement cache give the same result whatever the machine's load\n"
+    "  --budget SECONDS        wall-time cap of import, measurement and search (default 60); a search it\n"
+    "                          stops before --expansions depends on the machine's speed (the summary says so)\n"
     "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
     "  --dims NAME=N,...       values for named symbolic dimensions\n"
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
@@ -55,7 +58,8 @@ namespace {
 
 struct settings {
     std::string in, out, backend, report, dot;
-    double alpha = 1.05, budget = 30, tolerance = 1e-4;
+    double alpha = 1.05, budget = 60, tolerance = 1e-4;
+    std::size_t expansions = 400;
     std::size_t top_k = 4;
     int reps = 20;
     std::uint64_t seed = 1;
@@ -117,7 +121,8 @@ optimize_options search_options(const settings& s) {
     // measuring took is taken off (the search keeps a twentieth at least).
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
     const double left = std::max(s.budget / 20, s.budget - spent);
-    optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(left), .seed = s.seed, .top_k = s.top_k};
+    optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(left), .max_expansions = s.expansions,
+                       .seed = s.seed, .top_k = s.top_k};
     o.max_constant_bytes = s.max_constant_bytes;
     return o;
 }
@@ -258,7 +263,7 @@ std::string metrics_json(const cost::metrics& m, std::size_t ops, std::optional<
 
 int optimize_command(int argc, char** argv, int first) {
     args a(argc, argv, first,
-           {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--batch"}, {"--dims"}, {"--report"},
+           {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--expansions"}, {"--batch"}, {"--dims"}, {"--report"},
             {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"},
             {"--max-constant-mib"}});
     settings s;
@@ -271,7 +276,8 @@ int optimize_command(int argc, char** argv, int first) {
     if (s.out.empty()) throw usage_error("missing -o OUT.onnx (where to write the optimized model)");
     s.backend = a.one_of("--backend", "cpu", {"cpu", "cuda", "analytic"});
     s.alpha = a.number("--alpha", 1.05, 1.0);
-    s.budget = a.number("--budget", 30, 0.0, true);
+    s.budget = a.number("--budget", 60, 0.0, true);
+    s.expansions = static_cast<std::size_t>(a.integer("--expansions", 400, 1, 100'000'000));
     s.tolerance = a.number("--tolerance", 1e-4, 0.0, true);
     s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0, max_top_k));
     s.reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
@@ -406,6 +412,9 @@ int optimize_command(int argc, char** argv, int first) {
     out << std::defaultfloat << std::setprecision(4) << "\n  search: " << o.search_s << " s (stopped: "
         << search::to_string(rep.stopped) << "), " << rep.parts << " part(s), " << rep.expansions << " graphs expanded, "
         << rep.generated << " generated, " << rep.dedup_hits << " duplicates\n";
+    if (rep.stopped == search::stop_reason::time_limit)
+        out << "  note: --budget ended the search before --expansions " << s.expansions
+            << ": the result depends on this machine's speed and load (raise --budget or lower --expansions to make it repeatable)\n";
     if (rep.oversized_constants)
         out << "  refused " << rep.oversized_constants << " rewrite(s) that would create a constant above "
             << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
@@ -454,6 +463,7 @@ int optimize_command(int argc, char** argv, int first) {
         json_object search_j;
         search_j.num("seconds", o.search_s)
             .num("budget_seconds", s.budget)
+            .num("max_expansions", static_cast<double>(s.expansions))
             .num("alpha", s.alpha)
             .str("stopped", search::to_string(rep.stopped))
             .num("parts", static_cast<double>(rep.parts))
