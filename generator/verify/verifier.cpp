@@ -370,9 +370,11 @@ struct verifier::impl {
         bool hit_rlimit = (rlimit > 0 && used >= rlimit) || (max_instances > 0 && last_instances >= max_instances);
         bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
                   why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms || hit_rlimit;
-        return {to ? verdict::timeout : verdict::unproven, secs,
-                "unknown: " + why + (hit_rlimit ? " (rlimit)" : to && rlimit > 0 ? " (wall-clock guard)" : ""), used,
-                last_instances, last_memory_mb};
+        verify_result res{to ? verdict::timeout : verdict::unproven, secs,
+                          "unknown: " + why + (hit_rlimit ? " (rlimit)" : to ? " (wall-clock guard)" : ""), used,
+                          last_instances, last_memory_mb};
+        res.wall_clock = to && !hit_rlimit;
+        return res;
     }
 
     // The context's cumulative resource count (Z3 reports it with every

@@ -30,6 +30,10 @@ struct verify_result {
     std::uint64_t rlimit_used = 0;
     std::uint64_t instances = 0;  // quantifier instantiations
     std::uint64_t memory_mb = 0;  // Z3's peak memory ("max memory"), process-wide
+    // Ended by the wall clock (the timeout) before a deterministic limit
+    // (rlimit, instance cap) or an answer: the verdict would depend on
+    // machine load. The generator aborts its run on such a query.
+    bool wall_clock = false;
 };
 
 // The candidate `lhs => rhs` of an equation (one output each).
