@@ -158,7 +158,9 @@ std::string run_result::summary_text() const {
     if (verified)
         s << "incremental verification: " << derived << " derived from proven rules (no Z3 query; "
           << derived_rules.size() << " derived rules not emitted), " << settled
-          << " settled as not provable before Z3 (opaque constants)\n"
+          << " settled as not provable before Z3 (opaque constants); " << proven_transposed
+          << " proven through their transposed mirror, " << derived_after_z3
+          << " derived after Z3 did not prove them (rules proven in their own chunk)\n"
           << "verified: " << z3_queries << " Z3 queries, max Z3 memory " << max_z3_memory_mb << " MB; " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
           << " not attempted (budget); slowest proof " << max_proof_seconds << " s; most Z3 resources of a proof "
           << max_proof_rlimit << (rlimit ? " of the rlimit " + std::to_string(rlimit) : std::string(" (no rlimit)")) << ", "
@@ -191,7 +193,7 @@ std::string run_result::summary_json() const {
       << "  \"max_proof_seconds\": " << max_proof_seconds << ",\n"
       << "  \"proofs_near_limit\": " << near_limit << ",\n"
       << "  \"max_proof_rlimit\": " << max_proof_rlimit << ",\n"
-      << "  \"rlimit\": " << rlimit << ",\n"
+      << "  \"rlimit\": " << rlimit << ",\n  \"proven_transposed\": " << proven_transposed << ",\n  \"derived_after_z3\": " << derived_after_z3 << ",\n"
       << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
       << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
@@ -256,6 +258,7 @@ run_result run(const run_config& c) {
     std::vector<int> status(ps.size(), 3);
     std::vector<std::string> details(ps.size());
     std::vector<std::uint64_t> used(ps.size(), 0);              // Z3 resources each query spent
+    std::vector<std::uint64_t> used_transposed(ps.size(), 0);   // a proof through the transposed mirror: its cost
     std::vector<std::vector<std::string>> derived_from;         // the rules a derivation applied
     r.rlimit = c.rlimit;
     r.verified = c.verify && verifier_available();
@@ -318,6 +321,7 @@ run_result run(const run_config& c) {
                         v.limit_instances(c.max_instances);
                         v.use_mbqi(c.mbqi);
                         v.reuse_solver(c.reuse_solver);
+                        v.try_transposed(c.try_transposed);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
                             const auto& p = fw_ok[i] ? fws[i] : bws[i];
@@ -337,6 +341,7 @@ run_result run(const run_config& c) {
                             details[i] = res.detail;
                             secs[i] = res.seconds;
                             used[i] = res.rlimit_used;
+                            used_transposed[i] = res.transposed_rlimit_used;
                             inst[i] = res.instances;
                             mem[i] = res.memory_mb;
                             (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
@@ -427,12 +432,28 @@ run_result run(const run_config& c) {
                 next_query = 0;
                 if (!pending.empty() && !failed) run_pass(2);
                 // The chunk's Z3-proven rules join the base, in order.
-                if (c.derive)
+                if (c.derive) {
                     for (std::size_t k = b; k < chunk_end; ++k) {
                         std::size_t i = order[k];
                         if (status[i] != 0) continue;
                         for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", true)) base.add(er.r);
                     }
+                    // Before giving up on the chunk's Z3 non-proofs: derivation
+                    // again, now with the rules its own proofs added (one step
+                    // of the transposed mirror and an axiom, say). In order on
+                    // this thread, so the outcome does not depend on --threads.
+                    for (std::size_t k = b; k < chunk_end && !failed; ++k) {
+                        std::size_t i = order[k];
+                        if (status[i] != 1 && status[i] != 2) continue;
+                        auto d0 = std::chrono::steady_clock::now();
+                        bool derived = base.derivable(ps[i], &derived_from[i]);
+                        dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+                        if (!derived) continue;
+                        status[i] = 4;
+                        details[i] = "derived after Z3 did not prove it: joinable with proven rules";
+                        n_derived.fetch_add(1, std::memory_order_relaxed);
+                    }
+                }
             }
             {
                 std::lock_guard lk(cm);
@@ -446,14 +467,21 @@ run_result run(const run_config& c) {
             r.derive_seconds += dsecs[i];
             if (s != 4) r.derive_failed_seconds += dsecs[i];
             if (s <= 2) (s == 0 ? r.z3_proof_seconds : r.z3_other_seconds) += secs[i];
+            if (s == 4 && secs[i] > 0) {  // derived after a Z3 query that did not prove it
+                r.z3_other_seconds += secs[i];
+                ++r.z3_queries;
+                ++r.derived_after_z3;
+            }
             if (s == 4) { ++r.derived; continue; }
             if (s == 5) { ++r.unproven; ++r.settled; continue; }
             (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;
             if (s <= 2) ++r.z3_queries;
             if (s == 0) r.max_proof_seconds = std::max(r.max_proof_seconds, secs[i]);
-            if (s == 0 && (c.rlimit ? 2.0 * static_cast<double>(used[i]) > c.rlimit : secs[i] * 1000.0 > 0.5 * c.timeout_ms))
+            const auto cost = std::max(used[i], used_transposed[i]);  // of the proof's queries, the largest
+            if (s == 0 && (c.rlimit ? 2.0 * static_cast<double>(cost) > c.rlimit : secs[i] * 1000.0 > 0.5 * c.timeout_ms))
                 ++r.near_limit;
-            if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, used[i]);
+            if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, cost);
+            if (s == 0 && used_transposed[i]) ++r.proven_transposed;
             r.max_z3_memory_mb = std::max(r.max_z3_memory_mb, mem[i]);
         }
         if (!c.query_log_out.empty()) {
@@ -478,10 +506,15 @@ run_result run(const run_config& c) {
     rep.begin("emit");
     const std::string by = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) + "), ";
     const std::string spec_tail = ", spec " + r.spec_hash;
+    auto of_limit = [&](std::uint64_t u) {
+        return std::to_string(u) + (c.rlimit ? " / " + std::to_string(c.rlimit) : std::string(", no limit"));
+    };
     auto z3_provenance = [&](std::size_t i) {
-        return by + "proven by Z3 (rlimit " + std::to_string(used[i]) +
-               (c.rlimit ? " / " + std::to_string(c.rlimit) : std::string(", no limit")) + ") against " +
-               std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
+        return by + "proven by Z3 (rlimit " +
+               (used_transposed[i] ? of_limit(used_transposed[i]) + " for its transposed mirror, " + of_limit(used[i]) +
+                                         " for the step back"
+                                   : of_limit(used[i])) +
+               ") against " + std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
     };
     auto derived_provenance = [&](std::size_t i) {
         std::string from;

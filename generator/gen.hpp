@@ -361,6 +361,7 @@ struct run_config {
     unsigned max_instances = 10000;  // Z3 quantifier instantiations per query (0: no cap)
     bool mbqi = true;                // Z3 model-based quantifier instantiation
     bool reuse_solver = false;       // verifier::reuse_solver; Z3 queries dealt to threads by position
+    bool try_transposed = true;      // verifier::try_transposed: the transposed mirror before giving up
     // Incremental verification: before Z3, try to derive each candidate from
     // the rules proven so far (candidates in increasing size, in chunks).
     bool derive = true;
@@ -403,6 +404,8 @@ struct run_result {
     std::uint64_t near_limit = 0;
     std::uint64_t max_proof_rlimit = 0;   // most Z3 resources a successful proof spent
     std::uint64_t rlimit = 0;             // the per-query rlimit of the run (0: none)
+    std::uint64_t proven_transposed = 0;  // of `proven`: through the transposed mirror (verifier::try_transposed)
+    std::uint64_t derived_after_z3 = 0;   // of `derived`: after their Z3 query failed, from their chunk's proofs
     // Thread time of the verification's parts: where a run's time goes.
     double derive_seconds = 0, derive_failed_seconds = 0;  // all derivation attempts; those that failed
     double z3_proof_seconds = 0, z3_other_seconds = 0;     // Z3 queries that proved; the rest

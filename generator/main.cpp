@@ -45,6 +45,8 @@ const char* usage =
     "  --no-settle        send candidates with constants no axiom reaches to Z3 too (default: settled\n"
     "                     as not provable when they differ with a random tensor in the constant's place)\n"
     "  --no-mbqi          turn off Z3's model-based quantifier instantiation\n"
+    "  --no-transposed    give up on a matrix candidate Z3 does not prove (default: try its transposed\n"
+    "                     mirror, matmul's operands swapped, and step back from it; docs/generator.md)\n"
     "  --reuse-solver     one Z3 solver per thread, axioms asserted and preprocessed once (most of\n"
     "                     a typical proof's cost with a fresh solver);\n"
     "                     queries are dealt to threads by position: the rules are reproducible\n"
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
         else if (a == "--no-verify") c.verify = false;
         else if (a == "--no-mbqi") c.mbqi = false;
         else if (a == "--reuse-solver") c.reuse_solver = true;
+        else if (a == "--no-transposed") c.try_transposed = false;
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
         else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));
