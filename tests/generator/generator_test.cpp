@@ -363,12 +363,18 @@ TEST_CASE("without verification no rule reaches the header or the listing") {
     CHECK(io::parse_rule_listing(u, "unproven.txt").rules.empty());
 }
 
-TEST_CASE("a candidate Z3 does not prove is not emitted") {
-    if (!verifier_available()) return;
+// ewadd and ewmul at N=2 over two activations: a verified run of seconds.
+run_config two_activations() {
     run_config c;
     c.o.ops = {op_kind::ewadd, op_kind::ewmul};
     c.o.max_ops = 2;
     c.o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}};
+    return c;
+}
+
+TEST_CASE("a candidate Z3 does not prove is not emitted") {
+    if (!verifier_available()) return;
+    auto c = two_activations();
     c.o.threads = 2;
     c.quiet = true;
     auto check_run = [](const run_result& r) {
@@ -410,10 +416,7 @@ TEST_CASE("a candidate Z3 does not prove is not emitted") {
 
 TEST_CASE("a query the wall clock ends aborts the run with a named error") {
     if (!verifier_available()) return;
-    run_config c;
-    c.o.ops = {op_kind::ewadd, op_kind::ewmul};
-    c.o.max_ops = 2;
-    c.o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}};
+    auto c = two_activations();
     c.o.threads = 1;
     c.quiet = true;
     c.timeout_ms = 1;          // ends queries long before
