@@ -160,7 +160,7 @@ std::string run_result::summary_text() const {
           << derived_rules.size() << " derived rules not emitted), " << settled
           << " settled as not provable before Z3 (opaque constants); " << proven_transposed
           << " proven through their transposed mirror, " << derived_after_z3
-          << " derived after Z3 did not prove them (rules proven in their own chunk)\n"
+          << " derived after Z3 did not prove them (from rules proven in their chunk or later)\n"
           << "verified: " << z3_queries << " Z3 queries, max Z3 memory " << max_z3_memory_mb << " MB; " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
           << " not attempted (budget); slowest proof " << max_proof_seconds << " s; most Z3 resources of a proof "
           << max_proof_rlimit << (rlimit ? " of the rlimit " + std::to_string(rlimit) : std::string(" (no rlimit)")) << ", "
@@ -422,6 +422,19 @@ run_result run(const run_config& c) {
                     lk.lock();
                 }
             };
+            // A Z3 non-proof derived once more from the rules proven so far;
+            // in order on this thread, so the outcome does not depend on
+            // --threads.
+            auto rederive = [&](std::size_t i) {
+                if (status[i] != 1 && status[i] != 2) return;
+                auto d0 = std::chrono::steady_clock::now();
+                bool derived = base.derivable(ps[i], &derived_from[i]);
+                dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+                if (!derived) return;
+                status[i] = 4;
+                details[i] = "derived after Z3 did not prove it: joinable with proven rules";
+                n_derived.fetch_add(1, std::memory_order_relaxed);
+            };
             for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
                 chunk_end = std::min(ps.size(), b + chunk);
                 next = b;
@@ -440,21 +453,14 @@ run_result run(const run_config& c) {
                     }
                     // Before giving up on the chunk's Z3 non-proofs: derivation
                     // again, now with the rules its own proofs added (one step
-                    // of the transposed mirror and an axiom, say). In order on
-                    // this thread, so the outcome does not depend on --threads.
-                    for (std::size_t k = b; k < chunk_end && !failed; ++k) {
-                        std::size_t i = order[k];
-                        if (status[i] != 1 && status[i] != 2) continue;
-                        auto d0 = std::chrono::steady_clock::now();
-                        bool derived = base.derivable(ps[i], &derived_from[i]);
-                        dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
-                        if (!derived) continue;
-                        status[i] = 4;
-                        details[i] = "derived after Z3 did not prove it: joinable with proven rules";
-                        n_derived.fetch_add(1, std::memory_order_relaxed);
-                    }
+                    // of the transposed mirror and an axiom, say).
+                    for (std::size_t k = b; k < chunk_end && !failed; ++k) rederive(order[k]);
                 }
             }
+            // Last, every remaining Z3 non-proof against the whole rule base
+            // (a rule proven in a later chunk may join it).
+            if (c.derive)
+                for (std::size_t k = 0; k < ps.size() && !failed; ++k) rederive(order[k]);
             {
                 std::lock_guard lk(cm);
                 stop = true;
