@@ -4,7 +4,9 @@
 // that are settled before it (opaque constants, below).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "gen.hpp"
@@ -153,10 +155,20 @@ struct expander {
     // One rewrite from every graph of the frontier; new graphs (by structural
     // hash) join `seen`, the first max_frontier of them `next`. Returns true
     // as soon as a new graph is one of `goal` (the other side's graphs).
-    bool step(const std::vector<graph>& frontier, std::unordered_set<std::uint64_t>& seen,
-              const std::unordered_set<std::uint64_t>& goal, std::vector<graph>& next) const {
+    // Every graph reached, by structural hash: the graph it was rewritten
+    // from and the rule that did it (none for the side itself), so that a
+    // join can name the rules on its path.
+    struct link {
+        std::uint64_t from = 0;
+        const rule_base::stored* rule = nullptr;
+    };
+    using reached = std::unordered_map<std::uint64_t, link>;
+    // Returns the hash of the graph where the sides meet, if they do.
+    std::optional<std::uint64_t> step(const std::vector<graph>& frontier, reached& seen, const reached& goal,
+                                      std::vector<graph>& next) const {
         next.clear();
         for (const graph& g : frontier) {
+            const auto gh = g.structural_hash();
             std::uint64_t mask = 0;
             for (const node& n : g.nodes)
                 if (n.kind == node_kind::op) mask |= kind_bit(n.op);
@@ -172,15 +184,15 @@ struct expander {
                             auto ng = rewrite::apply(ix, s.view, m);
                             if (!ng) continue;
                             auto h = ng->structural_hash();
-                            if (!seen.insert(h).second) continue;
-                            if (goal.count(h)) return true;
+                            if (!seen.emplace(h, link{gh, &s}).second) continue;
+                            if (goal.count(h)) return h;
                             if (next.size() < max_frontier) next.push_back(std::move(*ng));
                         }
                     }
                 }
             }
         }
-        return false;
+        return std::nullopt;
     }
     // The match binds the rule's parameter variables to values it was proven for.
     static bool in_domains(const rule_base::stored& s, const rewrite::match& m) {
@@ -196,22 +208,37 @@ struct expander {
 
 }  // namespace
 
-bool rule_base::joinable(const graph& a, const graph& b) const {
+namespace {
+// The names of the rules on the path from a side to the graph `h` it reached.
+void rules_on_path(const expander::reached& seen, std::uint64_t h, std::vector<std::string>& names) {
+    for (auto it = seen.find(h); it != seen.end() && it->second.rule; it = seen.find(it->second.from))
+        names.push_back(it->second.rule->r.name);
+}
+}  // namespace
+
+bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string>* used) const {
     const auto ha = a.structural_hash(), hb = b.structural_hash();
     if (ha == hb) return true;
-    std::unordered_set<std::uint64_t> sa{ha}, sb{hb};
+    expander::reached sa{{ha, {}}}, sb{{hb, {}}};
     if (rules_.empty()) return false;
     expander ex{groups_, max_frontier_};
     std::vector<graph> fa{a}, fb{b}, next;
+    auto joined = [&](std::uint64_t h) {
+        if (used) {
+            rules_on_path(sa, h, *used);
+            rules_on_path(sb, h, *used);
+        }
+        return true;
+    };
     // Deepen the two sides in turn: a rule stating the pair directly joins
     // after one step.
     for (int d = 0; d < depth_; ++d) {
         if (!fa.empty()) {
-            if (ex.step(fa, sa, sb, next)) return true;
+            if (auto h = ex.step(fa, sa, sb, next)) return joined(*h);
             fa.swap(next);
         }
         if (!fb.empty()) {
-            if (ex.step(fb, sb, sa, next)) return true;
+            if (auto h = ex.step(fb, sb, sa, next)) return joined(*h);
             fb.swap(next);
         }
         if (fa.empty() && fb.empty()) break;
@@ -219,10 +246,11 @@ bool rule_base::joinable(const graph& a, const graph& b) const {
     return false;
 }
 
-bool rule_base::derivable(const pair& p) const {
+bool rule_base::derivable(const pair& p, std::vector<std::string>* used) const {
     if (rules_.empty()) return false;
     std::vector<int> ident(p.a.outputs.size()), perm(p.perm.begin(), p.perm.end());
     for (std::size_t i = 0; i < ident.size(); ++i) ident[i] = static_cast<int>(i);
+    std::vector<std::string> names;
     for (bool second : {false, true}) {
         if (second && !o_.two_shapes) break;
         graph a, b;
@@ -232,7 +260,12 @@ bool rule_base::derivable(const pair& p) const {
         } catch (const error&) {
             return false;  // not buildable at this configuration: no derivation claimed
         }
-        if (!joinable(a, b)) return false;
+        if (!joinable(a, b, &names)) return false;
+    }
+    if (used) {
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        *used = std::move(names);
     }
     return true;
 }

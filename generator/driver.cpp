@@ -142,12 +142,13 @@ std::string run_result::summary_text() const {
     if (verified)
         s << "incremental verification: " << derived << " derived from proven rules (no Z3 query; "
           << derived_rules.size() << " derived rules not emitted), " << settled
-          << " settled as not provable before Z3 (opaque constants)\n"
+          << " settled as not provable before Z3 (opaque constants); " << proven_transposed
+          << " proven through their transposed mirror, " << derived_after_z3
+          << " derived after Z3 did not prove them (from rules proven in their chunk or later)\n"
           << "verified: " << z3_queries << " Z3 queries, max Z3 memory " << max_z3_memory_mb << " MB; " << proven << " proven, " << unproven << " unproven, " << timeouts << " timed out, " << skipped
-          << " not attempted (budget); slowest proof " << max_proof_seconds << " s, " << near_limit
-          << " proofs over half the limit; most Z3 resources of a proof " << max_proof_rlimit
-          << (wall_guard_hits ? ", " + std::to_string(wall_guard_hits) + " queries ended by the wall-clock guard" : std::string())
-          << "\n"
+          << " not attempted (budget); slowest proof " << max_proof_seconds << " s; most Z3 resources of a proof "
+          << max_proof_rlimit << (rlimit ? " of the rlimit " + std::to_string(rlimit) : std::string(" (no rlimit)")) << ", "
+          << near_limit << (rlimit ? " proofs over half the rlimit" : " proofs over half the time limit") << "\n"
           << "thread time: derivation " << seconds_text(derive_seconds) << " s (" << seconds_text(derive_failed_seconds)
           << " s on candidates then sent to Z3 or settled), Z3 " << seconds_text(z3_proof_seconds) << " s proving, "
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
@@ -176,7 +177,7 @@ std::string run_result::summary_json() const {
       << "  \"max_proof_seconds\": " << max_proof_seconds << ",\n"
       << "  \"proofs_near_limit\": " << near_limit << ",\n"
       << "  \"max_proof_rlimit\": " << max_proof_rlimit << ",\n"
-      << "  \"wall_guard_hits\": " << wall_guard_hits << ",\n"
+      << "  \"rlimit\": " << rlimit << ",\n  \"proven_transposed\": " << proven_transposed << ",\n  \"derived_after_z3\": " << derived_after_z3 << ",\n"
       << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
       << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
@@ -240,6 +241,10 @@ run_result run(const run_config& c) {
     // 4 derived, 5 settled before Z3, 6 waiting for Z3 (between a chunk's two passes)
     std::vector<int> status(ps.size(), 3);
     std::vector<std::string> details(ps.size());
+    std::vector<std::uint64_t> used(ps.size(), 0);              // Z3 resources each query spent
+    std::vector<std::uint64_t> used_transposed(ps.size(), 0);   // a proof through the transposed mirror: its cost
+    std::vector<std::vector<std::string>> derived_from;         // the rules a derivation applied
+    r.rlimit = c.rlimit;
     r.verified = c.verify && verifier_available();
     if (r.verified) {
 #ifdef TSOPT_GEN_HAVE_VERIFIER
@@ -263,7 +268,8 @@ run_result run(const run_config& c) {
         std::atomic<std::size_t> next{0}, done{0};
         std::atomic<std::uint64_t> n_proven{0}, n_to{0}, n_derived{0};
         std::vector<double> secs(ps.size(), 0), dsecs(ps.size(), 0);
-        std::vector<std::uint64_t> used(ps.size(), 0), inst(ps.size(), 0), mem(ps.size(), 0);
+        std::vector<std::uint64_t> inst(ps.size(), 0), mem(ps.size(), 0);
+        derived_from.assign(ps.size(), {});
         auto t0 = std::chrono::steady_clock::now();
         auto over_budget = [&] {
             return c.budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s;
@@ -299,15 +305,27 @@ run_result run(const run_config& c) {
                         v.limit_instances(c.max_instances);
                         v.use_mbqi(c.mbqi);
                         v.reuse_solver(c.reuse_solver);
+                        v.try_transposed(c.try_transposed);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
                             const auto& p = fw_ok[i] ? fws[i] : bws[i];
                             candidate cand{p.src, p.dst, p.src_out, p.dst_out};
                             auto res = v.prove(cand);
+                            if (res.wall_clock)
+                                throw error("wall-clock guard: the Z3 query for " +
+                                            io::format_rule_text(p.src, p.src_out, p.dst, p.dst_out) + " ran " +
+                                            seconds_text(res.seconds) + " s, past --timeout-ms " +
+                                            std::to_string(c.timeout_ms) + ", before Z3's deterministic limits (rlimit " +
+                                            std::to_string(res.rlimit_used) + " of " + std::to_string(c.rlimit) +
+                                            ", instantiations " + std::to_string(res.instances) + " of " +
+                                            std::to_string(c.max_instances) +
+                                            ") ended it; its verdict would depend on machine load, so no rules are "
+                                            "written: raise --timeout-ms, or lower --rlimit / --max-instances");
                             status[i] = res.v == verdict::proven ? 0 : res.v == verdict::timeout ? 2 : 1;
                             details[i] = res.detail;
                             secs[i] = res.seconds;
                             used[i] = res.rlimit_used;
+                            used_transposed[i] = res.transposed_rlimit_used;
                             inst[i] = res.instances;
                             mem[i] = res.memory_mb;
                             (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
@@ -327,7 +345,7 @@ run_result run(const run_config& c) {
                                     bool derived = false;
                                     if (c.derive) {
                                         auto d0 = std::chrono::steady_clock::now();
-                                        derived = base.derivable(ps[i]);
+                                        derived = base.derivable(ps[i], &derived_from[i]);
                                         dsecs[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
                                     }
                                     if (derived) {
@@ -388,6 +406,19 @@ run_result run(const run_config& c) {
                     lk.lock();
                 }
             };
+            // A Z3 non-proof derived once more from the rules proven so far;
+            // in order on this thread, so the outcome does not depend on
+            // --threads.
+            auto rederive = [&](std::size_t i) {
+                if (status[i] != 1 && status[i] != 2) return;
+                auto d0 = std::chrono::steady_clock::now();
+                bool derived = base.derivable(ps[i], &derived_from[i]);
+                dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+                if (!derived) return;
+                status[i] = 4;
+                details[i] = "derived after Z3 did not prove it: joinable with proven rules";
+                n_derived.fetch_add(1, std::memory_order_relaxed);
+            };
             for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
                 chunk_end = std::min(ps.size(), b + chunk);
                 next = b;
@@ -398,13 +429,22 @@ run_result run(const run_config& c) {
                 next_query = 0;
                 if (!pending.empty() && !failed) run_pass(2);
                 // The chunk's Z3-proven rules join the base, in order.
-                if (c.derive)
+                if (c.derive) {
                     for (std::size_t k = b; k < chunk_end; ++k) {
                         std::size_t i = order[k];
                         if (status[i] != 0) continue;
                         for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", true)) base.add(er.r);
                     }
+                    // Before giving up on the chunk's Z3 non-proofs: derivation
+                    // again, now with the rules its own proofs added (one step
+                    // of the transposed mirror and an axiom, say).
+                    for (std::size_t k = b; k < chunk_end && !failed; ++k) rederive(order[k]);
+                }
             }
+            // Last, every remaining Z3 non-proof against the whole rule base
+            // (a rule proven in a later chunk may join it).
+            if (c.derive)
+                for (std::size_t k = 0; k < ps.size() && !failed; ++k) rederive(order[k]);
             {
                 std::lock_guard lk(cm);
                 stop = true;
@@ -417,15 +457,21 @@ run_result run(const run_config& c) {
             r.derive_seconds += dsecs[i];
             if (s != 4) r.derive_failed_seconds += dsecs[i];
             if (s <= 2) (s == 0 ? r.z3_proof_seconds : r.z3_other_seconds) += secs[i];
+            if (s == 4 && secs[i] > 0) {  // derived after a Z3 query that did not prove it
+                r.z3_other_seconds += secs[i];
+                ++r.z3_queries;
+                ++r.derived_after_z3;
+            }
             if (s == 4) { ++r.derived; continue; }
             if (s == 5) { ++r.unproven; ++r.settled; continue; }
             (s == 0 ? r.proven : s == 1 ? r.unproven : s == 2 ? r.timeouts : r.skipped)++;
             if (s <= 2) ++r.z3_queries;
             if (s == 0) r.max_proof_seconds = std::max(r.max_proof_seconds, secs[i]);
-            if (s == 0 && secs[i] * 1000.0 > 0.5 * c.timeout_ms) ++r.near_limit;
-            if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, used[i]);
-            if (s == 2 && c.rlimit > 0 && used[i] < c.rlimit && !(c.max_instances > 0 && inst[i] >= c.max_instances))
-                ++r.wall_guard_hits;
+            const auto cost = std::max(used[i], used_transposed[i]);  // of the proof's queries, the largest
+            if (s == 0 && (c.rlimit ? 2.0 * static_cast<double>(cost) > c.rlimit : secs[i] * 1000.0 > 0.5 * c.timeout_ms))
+                ++r.near_limit;
+            if (s == 0) r.max_proof_rlimit = std::max(r.max_proof_rlimit, cost);
+            if (s == 0 && used_transposed[i]) ++r.proven_transposed;
             r.max_z3_memory_mb = std::max(r.max_z3_memory_mb, mem[i]);
         }
         if (!c.query_log_out.empty()) {
@@ -439,10 +485,6 @@ run_result run(const run_config& c) {
             }
             write_file(c.query_log_out, log.str());
         }
-        if (r.wall_guard_hits > 0 && !c.quiet)
-            std::fprintf(stderr, "[tsopt-gen] warning: %llu queries hit the wall-clock guard (%u ms) before the rlimit "
-                                 "(%u): their verdict depends on machine load; raise --timeout-ms\n",
-                         static_cast<unsigned long long>(r.wall_guard_hits), c.timeout_ms, c.rlimit);
         r.phases.push_back(rep.end(std::to_string(r.derived) + " derived, " + std::to_string(r.proven) + " proven by Z3, " +
                                    std::to_string(r.unproven) + " unproven (" + std::to_string(r.settled) +
                                    " settled before Z3), " + std::to_string(r.timeouts) + " timed out, " +
@@ -452,61 +494,103 @@ run_result run(const run_config& c) {
         r.skipped = ps.size();
 
     rep.begin("emit");
-    std::string prov = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) + "), proven by Z3 against " +
-                       std::to_string(spec::all_axioms.size()) + " axioms, spec " + r.spec_hash;
-    std::string unprov = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) +
-                         "), NOT PROVEN (confirmed on random inputs only; never applied), spec " + r.spec_hash;
-    std::string deriv = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) +
-                        "), derived from Z3-proven rules by rewriting (incremental verification), spec " + r.spec_hash;
+    const std::string by = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) + "), ";
+    const std::string spec_tail = ", spec " + r.spec_hash;
+    auto of_limit = [&](std::uint64_t u) {
+        return std::to_string(u) + (c.rlimit ? " / " + std::to_string(c.rlimit) : std::string(", no limit"));
+    };
+    auto z3_provenance = [&](std::size_t i) {
+        return by + "proven by Z3 (rlimit " +
+               (used_transposed[i] ? of_limit(used_transposed[i]) + " for its transposed mirror, " + of_limit(used[i]) +
+                                         " for the step back"
+                                   : of_limit(used[i])) +
+               ") against " + std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
+    };
+    auto derived_provenance = [&](std::size_t i) {
+        std::string from;
+        for (const auto& n : derived_from[i]) from += (from.empty() ? "" : ", ") + n;
+        return by + (from.empty() ? std::string("derived by rewriting (both sides build the same graph)")
+                                  : "derived from rules " + from + " by rewriting") +
+               " (incremental verification; those rules proven by Z3)" + spec_tail;
+    };
+    std::string unprov = by + "NOT PROVEN (confirmed on random inputs only; never applied)" + spec_tail;
     static const char* verdicts[] = {"proven", "unproven", "timeout", "not-verified", "derived", "unproven"};
-    std::set<std::string> texts, texts_np, texts_d;
+    // One entry per rule text: a rule stated by several candidates keeps the
+    // strongest provenance (Z3 over derived), whatever order they come in.
+    std::map<std::string, emitted_rule> by_z3, by_derivation;
+    std::set<std::string> texts_np;
     for (std::size_t i = 0; i < ps.size(); ++i) {
+        if (status[i] == 0) {
+            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], z3_provenance(i), true))
+                by_z3.try_emplace(er.r.text, std::move(er));
+            continue;
+        }
         if (status[i] == 4) {
-            // Derived: proven by a chain of proven rules; emitted only on request.
-            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], deriv, true))
-                if (c.emit_derived ? texts.insert(er.r.text).second : texts_d.insert(er.r.text).second)
-                    (c.emit_derived ? r.rules : r.derived_rules).push_back(std::move(er));
+            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], derived_provenance(i), true))
+                by_derivation.try_emplace(er.r.text, std::move(er));
             continue;
         }
-        bool ok = status[i] == 0;
-        auto named = name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], ok ? prov : unprov, ok);
-        if (!ok) {
-            // Listed for inspection only (JSON, --unproven file); never in the header or rules.txt.
-            for (auto& er : named)
-                if (texts_np.insert(er.r.text).second) {
-                    r.unproven_listing.push_back(std::string(verdicts[status[i]]) + ": " + io::format_rule_line(er.r) +
-                                                 (details[i].empty() ? "" : "  (" + details[i] + ")"));
-                    r.not_proven.push_back(std::move(er));
-                }
-            continue;
-        }
-        // A rule already emitted from another pair (same text) is not repeated.
-        for (auto& er : named)
-            if (texts.insert(er.r.text).second) r.rules.push_back(std::move(er));
+        // Listed for inspection only (JSON, --unproven file); never in the header or rules.txt.
+        for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], unprov, false))
+            if (texts_np.insert(er.r.text).second) {
+                r.unproven_listing.push_back(std::string(verdicts[status[i]]) + ": " + io::format_rule_line(er.r) +
+                                             (details[i].empty() ? "" : "  (" + details[i] + ")"));
+                r.not_proven.push_back(std::move(er));
+            }
     }
-    std::sort(r.rules.begin(), r.rules.end(), [](auto& x, auto& y) { return x.r.name < y.r.name; });
+    std::uint64_t n_z3_rules = by_z3.size(), n_derived_rules = 0;
+    for (auto& [text, er] : by_z3) r.rules.push_back(std::move(er));
+    for (auto& [text, er] : by_derivation) {
+        if (by_z3.count(text)) continue;  // a Z3-proven rule also stated by a derived candidate: emitted once, as proven
+        if (c.emit_derived) {
+            r.rules.push_back(std::move(er));
+            ++n_derived_rules;
+        } else
+            r.derived_rules.push_back(std::move(er));
+    }
+    auto by_name = [](auto& x, auto& y) { return x.r.name < y.r.name; };
+    std::sort(r.rules.begin(), r.rules.end(), by_name);
+    std::sort(r.derived_rules.begin(), r.derived_rules.end(), by_name);
     std::sort(r.unproven_listing.begin(), r.unproven_listing.end());
     for (std::size_t i = 1; i < r.rules.size(); ++i)
         if (r.rules[i].r.name == r.rules[i - 1].r.name)
             throw error("generator: two rules named " + r.rules[i].r.name + ":\n  " + r.rules[i - 1].r.text + "\n  " + r.rules[i].r.text);
-    // A Z3-proven rule also stated by a derived candidate is emitted once.
-    std::erase_if(r.derived_rules, [&](const emitted_rule& er) { return texts.count(er.r.text) > 0; });
     std::uint64_t np = r.unproven + r.timeouts + r.skipped;
-    std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) +
-                       " rules, all proven with Z3 (" + std::to_string(spec::all_axioms.size()) + " axioms, " +
-                       (c.rlimit > 0 ? "rlimit " + std::to_string(c.rlimit) + " and " + std::to_string(c.max_instances) +
-                                           " instantiations per query, wall-clock guard " +
-                                           std::to_string(c.timeout_ms) + " ms"
-                                     : std::to_string(c.timeout_ms) + " ms per query") + "); " + std::to_string(np) +
-                       " candidates not proven were left out" + (r.verified ? "" : " (verification was off)") +
+    std::string limits = c.rlimit > 0 ? "rlimit " + std::to_string(c.rlimit) + " and " + std::to_string(c.max_instances) +
+                                            " instantiations per query, a query reaching the " +
+                                            std::to_string(c.timeout_ms) + " ms wall-clock guard aborts the run"
+                                      : std::to_string(c.timeout_ms) + " ms per query, reaching it aborts the run";
+    std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) + " rules: " +
+                       std::to_string(n_z3_rules) + " proven by Z3 (" + std::to_string(spec::all_axioms.size()) +
+                       " axioms, " + limits + ")" +
+                       (c.emit_derived ? ", " + std::to_string(n_derived_rules) +
+                                             " derived by rewriting from those (each names its sources)"
+                                       : std::string()) +
+                       "; " + std::to_string(np) + " candidates not proven were left out" +
+                       (r.verified ? "" : " (verification was off)") +
                        (r.derived ? "; " + std::to_string(r.derived) + " candidates derived from proven rules (" +
                                         (c.emit_derived ? "emitted" : "not emitted") + ")"
-                                  : std::string());
-    if (!c.listing_out.empty()) write_file(c.listing_out, render_listing(r.rules, r.spec_hash, head));
-    if (!c.header_out.empty()) write_file(c.header_out, render_header(r.rules, r.spec_hash, head, np, r.verified));
-    if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));
+                                  : std::string()) +
+                       (c.budget_s > 0 ? "; verification budget " + seconds_text(c.budget_s) +
+                                             " s (wall clock: which candidates were attempted depends on machine load)"
+                                       : std::string());
+    // The summary and the unproven listing are written whatever happens to
+    // the header (they say what was and was not proven).
+    std::string listing, header, header_error;
+    if (!c.listing_out.empty()) listing = render_listing(r.rules, r.spec_hash, head);
+    if (!c.header_out.empty()) {
+        try {
+            header = render_header(r.rules, r.spec_hash, head, np, r.verified);
+        } catch (const error& e) {
+            header_error = e.what();
+        }
+    }
     r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven.size()) + " not proven (not emitted)"));
+    if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));
     if (!c.summary_out.empty()) write_file(c.summary_out, r.summary_json());
+    if (!header_error.empty()) throw error(header_error);
+    if (!c.listing_out.empty()) write_file(c.listing_out, listing);
+    if (!c.header_out.empty()) write_file(c.header_out, header);
     return r;
 }
 

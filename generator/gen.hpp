@@ -267,8 +267,9 @@ public:
     std::size_t size() const;
     // The pair's sides (outputs in correspondence) are joinable at the first
     // shape configuration and, with options::two_shapes, at the second.
-    bool derivable(const pair& p) const;
-    bool joinable(const graph& a, const graph& b) const;
+    // `used`: the names of the rules the joins applied (sorted, once each).
+    bool derivable(const pair& p, std::vector<std::string>* used = nullptr) const;
+    bool joinable(const graph& a, const graph& b, std::vector<std::string>* used = nullptr) const;
     struct stored;
     // Rules grouped by the set of operator kinds their source needs (a few
     // hundred sets for thousands of rules): a graph is tried only against
@@ -321,8 +322,12 @@ std::string spec_hash();
 // A rule ready to emit: canonical (parsed back from its listing text).
 struct emitted_rule {
     io::listed_rule r;
+    // Exact, per rule: "proven by Z3 (rlimit USED / LIMIT)", "derived from
+    // rules A, B by rewriting", or NOT PROVEN with why.
     std::string provenance;
-    bool proven = false;  // Z3 proved it; only such rules enter the header
+    // Proven by Z3, or derived by rewriting from rules proven by Z3; only
+    // such rules enter the header.
+    bool proven = false;
 };
 
 // Turns an equivalent pair into one or two named rules (`-rev` for the
@@ -337,7 +342,8 @@ std::string render_listing(std::span<const emitted_rule> rules, const std::strin
 // a listing loader reads no rule from it.
 std::string render_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary);
 // The constexpr header. Throws when a rule is not proven: tsopt::rules::generated()
-// only ever returns Z3-proven rules. `unproven` is recorded as a count.
+// only ever returns rules proven by Z3 or derived by rewriting from such
+// rules. `unproven` is recorded as a count.
 std::string render_header(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
                           std::uint64_t unproven = 0, bool verified = true);
 
@@ -345,11 +351,17 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
 struct run_config {
     options o;
     bool verify = true;
-    unsigned timeout_ms = 500;       // Z3 wall-clock limit per candidate
-    unsigned rlimit = 0;             // Z3 deterministic resource limit per candidate (0: none)
-    unsigned max_instances = 0;      // Z3 quantifier instantiations per candidate (0: no cap)
+    // Proof outcomes depend on the inputs and these options only: each query
+    // is bounded by Z3's deterministic limits (rlimit, instantiations); the
+    // wall clock is a hang guard, and a query it ends aborts the whole run
+    // (error "wall-clock guard") rather than becoming an "unknown" that
+    // another machine or load would have proven. Defaults: the build's.
+    unsigned timeout_ms = 60000;     // Z3 wall-clock hang guard per query
+    unsigned rlimit = 500000;        // Z3 deterministic resource limit per query (0: none)
+    unsigned max_instances = 10000;  // Z3 quantifier instantiations per query (0: no cap)
     bool mbqi = true;                // Z3 model-based quantifier instantiation
     bool reuse_solver = false;       // verifier::reuse_solver; Z3 queries dealt to threads by position
+    bool try_transposed = true;      // verifier::try_transposed: the transposed mirror before giving up
     // Incremental verification: before Z3, try to derive each candidate from
     // the rules proven so far (candidates in increasing size, in chunks).
     bool derive = true;
@@ -357,7 +369,10 @@ struct run_config {
     // Candidates verified together (in parallel) before their proven rules join
     // the rule base; fixed, so the result does not depend on --threads.
     unsigned derive_chunk = 16;
-    bool emit_derived = false;       // also emit derived rules (default: counted, listed, not emitted)
+    // Also emit derived rules, into the listing and the header (default:
+    // counted, listed in the summary, not emitted). Each names the proven
+    // rules it was derived from.
+    bool emit_derived = false;
     bool settle_opaque = true;       // opaque_constants_refute before Z3
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
@@ -384,11 +399,13 @@ struct run_result {
     std::vector<emitted_rule> rules;      // Z3-proven: the header and rules.txt
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
     double max_proof_seconds = 0;         // slowest successful proof
-    std::uint64_t near_limit = 0;         // proofs that took over half the per-query limit (timing-sensitive)
+    // Proofs that spent over half the rlimit (without an rlimit: over half
+    // the time limit): the ones a lower limit would lose.
+    std::uint64_t near_limit = 0;
     std::uint64_t max_proof_rlimit = 0;   // most Z3 resources a successful proof spent
-    // Queries ended by the wall clock although an rlimit was set: their
-    // verdict depends on machine load (the rlimit should end every query).
-    std::uint64_t wall_guard_hits = 0;
+    std::uint64_t rlimit = 0;             // the per-query rlimit of the run (0: none)
+    std::uint64_t proven_transposed = 0;  // of `proven`: through the transposed mirror (verifier::try_transposed)
+    std::uint64_t derived_after_z3 = 0;   // of `derived`: after their Z3 query failed, from their chunk's proofs
     // Thread time of the verification's parts: where a run's time goes.
     double derive_seconds = 0, derive_failed_seconds = 0;  // all derivation attempts; those that failed
     double z3_proof_seconds = 0, z3_other_seconds = 0;     // Z3 queries that proved; the rest

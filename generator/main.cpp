@@ -28,26 +28,32 @@ const char* usage =
     "  --unproven FILE    write the candidates that were not proven, commented out (inspection only)\n"
     "  --no-verify        skip Z3: no rule is emitted (header and listing stay empty),\n"
     "                     candidates go to --summary / --unproven only\n"
-    "  --timeout-ms N     Z3 time limit per candidate (default 500)\n"
-    "  --rlimit N         Z3 deterministic resource limit per candidate (0: none); with it the\n"
-    "                     proven set does not depend on machine load (default 0)\n"
-    "  --max-instances N  Z3 quantifier instantiations per candidate (0: no cap, default); bounds\n"
+    "  --rlimit N         Z3 deterministic resource limit per query (0: none; default 500000, the\n"
+    "                     build's): proof outcomes depend on the inputs and options only\n"
+    "  --max-instances N  Z3 quantifier instantiations per query (0: no cap; default 10000); bounds\n"
     "                     deterministically the queries whose E-matching explodes below the rlimit\n"
+    "  --timeout-ms N     wall-clock hang guard per Z3 query (default 60000): a query it ends aborts\n"
+    "                     the run with the error 'wall-clock guard' (exit 1, no rules written), since\n"
+    "                     its verdict would depend on machine load\n"
     "  --no-derive        send every candidate to Z3 (default: first try to derive it from the rules\n"
     "                     proven so far: its two sides joinable within --derive-depth rewrites each)\n"
     "  --derive-depth N   rewrites per side when deriving a candidate (0..4, default 2)\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
     "                     default 16): larger balances the threads better, derives a little less\n"
-    "  --emit-derived     also emit the derived rules (default: counted and listed in --summary only)\n"
+    "  --emit-derived     also emit the derived rules into --listing and --header, each naming the\n"
+    "                     Z3-proven rules it was derived from (default: counted in --summary only)\n"
     "  --no-settle        send candidates with constants no axiom reaches to Z3 too (default: settled\n"
     "                     as not provable when they differ with a random tensor in the constant's place)\n"
     "  --no-mbqi          turn off Z3's model-based quantifier instantiation\n"
+    "  --no-transposed    give up on a matrix candidate Z3 does not prove (default: try its transposed\n"
+    "                     mirror, matmul's operands swapped, and step back from it; docs/generator.md)\n"
     "  --reuse-solver     one Z3 solver per thread, axioms asserted and preprocessed once (most of\n"
     "                     a typical proof's cost with a fresh solver);\n"
     "                     queries are dealt to threads by position: the rules are reproducible\n"
     "                     for a given --threads, not across thread counts\n"
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
-    "                     not attempted in time are counted as not verified\n"
+    "                     not attempted in time are counted as not verified (which ones depends\n"
+    "                     on machine load: the listing's header says a budget was set)\n"
     "  --single-shape     fingerprint on one shape configuration only (more shape-coincidence candidates)\n"
     "  --representative-params\n"
     "                     one value per structural parameter (stride 1, same padding, concat axis\n"
@@ -178,6 +184,7 @@ int main(int argc, char** argv) {
         else if (a == "--no-verify") c.verify = false;
         else if (a == "--no-mbqi") c.mbqi = false;
         else if (a == "--reuse-solver") c.reuse_solver = true;
+        else if (a == "--no-transposed") c.try_transposed = false;
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
         else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));

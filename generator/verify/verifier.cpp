@@ -370,9 +370,11 @@ struct verifier::impl {
         bool hit_rlimit = (rlimit > 0 && used >= rlimit) || (max_instances > 0 && last_instances >= max_instances);
         bool to = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
                   why.find("resource") != std::string::npos || secs * 1000.0 >= 0.95 * timeout_ms || hit_rlimit;
-        return {to ? verdict::timeout : verdict::unproven, secs,
-                "unknown: " + why + (hit_rlimit ? " (rlimit)" : to && rlimit > 0 ? " (wall-clock guard)" : ""), used,
-                last_instances, last_memory_mb};
+        verify_result res{to ? verdict::timeout : verdict::unproven, secs,
+                          "unknown: " + why + (hit_rlimit ? " (rlimit)" : to ? " (wall-clock guard)" : ""), used,
+                          last_instances, last_memory_mb};
+        res.wall_clock = to && !hit_rlimit;
+        return res;
     }
 
     // The context's cumulative resource count (Z3 reports it with every
@@ -417,17 +419,164 @@ void verifier::limit_instances(unsigned n) { p_->max_instances = n; }
 void verifier::use_mbqi(bool on) { p_->mbqi = on; }
 void verifier::reuse_solver(bool on) { p_->reuse = on; }
 
-verify_result verifier::prove(const candidate& c) {
-    if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())
-        return {verdict::unproven, 0.0, "candidate needs as many source as target outputs (at least one)"};
+namespace {
+
+// The transposed mirror of a candidate over 2-D matrices: every matrix value
+// t stands for t^T, so matmul(a, b) becomes matmul(b', a') (its operands
+// swapped, transpose-matmul; a fused relu stays), smul, ewadd, ewmul and relu keep their order
+// (smul's scalar stays as it is), concat swaps axes 0 and 1, transpose and
+// imatmul stay. Transpose is a bijection on matrices, so the mirror holds
+// exactly when the candidate does, yet Z3's E-matching, which never invents
+// the transposes this needs, may prove one and not the other:
+// smul(matmul(a, w), s) == matmul(smul(a, s), w) is, transposed,
+// smul(matmul(w', a'), s) == matmul(w', smul(a', s)), the axiom smul-matmul.
+struct transposed_candidate {
+    candidate mirror;
+    std::vector<int> matrices;  // tensor variables standing for matrices (the rest: scalars)
+};
+std::optional<transposed_candidate> transposed(const candidate& c) {
+    const std::int32_t t10 = spec::pack_perm({1, 0});
+    bool has_matmul = false;
+    std::set<int> scalars, matrices;
+    auto constant = [](const param_term& t, std::int32_t v) { return t.k == param_term::kind::constant && t.value == v; };
+    auto mirror_side = [&](std::vector<pattern_node> ns) -> std::optional<std::vector<pattern_node>> {
+        for (auto& n : ns) {
+            for (const auto& t : n.params)
+                if (t.k == param_term::kind::dim_of) return std::nullopt;  // extents would swap too: not handled
+            auto matrix = [&](int k) {
+                const value_ref& v = n.inputs[std::size_t(k)];
+                if (v.is_var) matrices.insert(v.index);
+            };
+            switch (n.op) {
+                case op_kind::matmul:
+                    // none, or relu (relu-matmul, relu-transpose)
+                    if (!constant(n.params[spec::matmul_p::act], 0) && !constant(n.params[spec::matmul_p::act], 1))
+                        return std::nullopt;
+                    has_matmul = true;
+                    std::swap(n.inputs[0], n.inputs[1]);
+                    matrix(0), matrix(1);
+                    break;
+                case op_kind::smul:
+                    if (!n.inputs[1].is_var) return std::nullopt;
+                    scalars.insert(n.inputs[1].index);
+                    matrix(0);
+                    break;
+                case op_kind::ewadd:
+                case op_kind::ewmul: matrix(0), matrix(1); break;
+                case op_kind::relu: matrix(0); break;
+                case op_kind::transpose:
+                    if (!constant(n.params[spec::transpose_p::perm], t10)) return std::nullopt;
+                    matrix(0);
+                    break;
+                case op_kind::concat: {
+                    auto& axis = n.params[spec::concat_p::axis];
+                    if (!constant(axis, 0) && !constant(axis, 1)) return std::nullopt;
+                    axis.value = 1 - axis.value;
+                    matrix(0), matrix(1);
+                    break;
+                }
+                case op_kind::imatmul:
+                    if (n.params[spec::imatmul_p::n].k != param_term::kind::constant) return std::nullopt;
+                    break;
+                default: return std::nullopt;
+            }
+        }
+        return ns;
+    };
+    auto src = mirror_side(c.src), dst = mirror_side(c.dst);
+    if (!src || !dst || !has_matmul) return std::nullopt;
+    for (int v : scalars)
+        if (matrices.count(v)) return std::nullopt;
+    return transposed_candidate{{std::move(*src), std::move(*dst), c.src_out, c.dst_out},
+                                std::vector<int>(matrices.begin(), matrices.end())};
+}
+
+// The mirror's proven equation at x' := transpose(x) for every matrix
+// variable x, both sides wrapped in one more transpose: the two sides are
+// equal (an instance of the proven mirror), and each is the candidate's side
+// by the transpose axioms, whose triggers these terms now contain.
+candidate back_from(const transposed_candidate& t) {
+    const std::int32_t t10 = spec::pack_perm({1, 0});
+    auto transpose_of = [&](value_ref v) {
+        pattern_node n{};
+        n.op = op_kind::transpose;
+        n.num_inputs = 1;
+        n.inputs[0] = v;
+        n.params[spec::transpose_p::perm] = spec::pconst(t10);
+        return n;
+    };
+    const auto k = static_cast<std::int16_t>(t.matrices.size());
+    auto side = [&](const std::vector<pattern_node>& ns, const std::vector<value_ref>& outs, std::vector<value_ref>& new_outs) {
+        std::vector<pattern_node> out;
+        for (int v : t.matrices) out.push_back(transpose_of(spec::var_ref(v)));
+        auto moved = [&](value_ref r) {
+            if (!r.is_var) return value_ref{static_cast<std::int16_t>(r.index + k), r.output, false};
+            auto it = std::find(t.matrices.begin(), t.matrices.end(), r.index);
+            return it == t.matrices.end() ? r : spec::node_ref(int(it - t.matrices.begin()));
+        };
+        for (auto n : ns) {
+            for (int j = 0; j < n.num_inputs; ++j) n.inputs[std::size_t(j)] = moved(n.inputs[std::size_t(j)]);
+            out.push_back(n);
+        }
+        for (const auto& o : outs) {
+            out.push_back(transpose_of(moved(o)));
+            new_outs.push_back(spec::node_ref(int(out.size()) - 1));
+        }
+        return out;
+    };
+    candidate b;
+    b.src = side(t.mirror.src, t.mirror.src_out, b.src_out);
+    b.dst = side(t.mirror.dst, t.mirror.dst_out, b.dst_out);
+    return b;
+}
+
+}  // namespace
+
+verify_result verifier::prove_direct(const candidate& c, const candidate* known) {
     auto& m = fresh();
     var_env env{m.ctx, m.T, "q" + std::to_string(m.queries++) + "_", {}, {}, {}, {}, {}};
     impl::encoder se(m, env, c.src), de(m, env, c.dst);
     z3::expr_vector differ(m.ctx);
     for (std::size_t i = 0; i < c.src_out.size(); ++i)
         differ.push_back(se.value(c.src_out[i], -1) != de.value(c.dst_out[i], -1));
-    return m.run(z3::mk_or(differ), env.guards());
+    z3::expr assumed = m.ctx.bool_val(true);
+    if (known) {
+        impl::encoder ks(m, env, known->src), kd(m, env, known->dst);
+        for (std::size_t i = 0; i < known->src_out.size(); ++i)
+            assumed = assumed && ks.value(known->src_out[i], -1) == kd.value(known->dst_out[i], -1);
+    }
+    return m.run(z3::mk_or(differ), env.guards() && assumed);
 }
+
+verify_result verifier::prove(const candidate& c) {
+    if (c.src_out.size() != c.dst_out.size() || c.src_out.empty())
+        return {verdict::unproven, 0.0, "candidate needs as many source as target outputs (at least one)"};
+    auto r = prove_direct(c, nullptr);
+    if (r.v == verdict::proven || r.wall_clock || !transposed_) return r;
+    // Before giving up: the transposed obligation, then the step back from it.
+    auto t = transposed(c);
+    if (!t) return r;
+    auto failed = [&](const verify_result& why, const char* what) {
+        if (why.wall_clock) return why;  // aborts the run (the caller's concern)
+        r.seconds += why.seconds;
+        r.detail += std::string("; ") + what + ": " + why.detail;
+        return r;
+    };
+    auto mirrored = prove_direct(t->mirror, nullptr);
+    if (mirrored.v != verdict::proven) return failed(mirrored, "transposed obligation");
+    auto back = back_from(*t);
+    auto r2 = prove_direct(c, &back);
+    if (r2.v != verdict::proven) return failed(r2, "transposed obligation proven, step back");
+    r2.transposed_rlimit_used = mirrored.rlimit_used;
+    r2.seconds += r.seconds + mirrored.seconds;
+    r2.instances = std::max(r2.instances, mirrored.instances);
+    r2.memory_mb = std::max(r2.memory_mb, mirrored.memory_mb);
+    r2.detail = "unsat via the transposed obligation: its proof spent rlimit " + std::to_string(mirrored.rlimit_used) +
+                ", the step back " + std::to_string(r2.rlimit_used);
+    return r2;
+}
+
+void verifier::try_transposed(bool on) { transposed_ = on; }
 
 verify_result verifier::prove(const spec::axiom& a) {
     auto& m = fresh();

@@ -30,6 +30,13 @@ struct verify_result {
     std::uint64_t rlimit_used = 0;
     std::uint64_t instances = 0;  // quantifier instantiations
     std::uint64_t memory_mb = 0;  // Z3's peak memory ("max memory"), process-wide
+    // Ended by the wall clock (the timeout) before a deterministic limit
+    // (rlimit, instance cap) or an answer: the verdict would depend on
+    // machine load. The generator aborts its run on such a query.
+    bool wall_clock = false;
+    // Proven through the candidate's transposed mirror (verifier::prove):
+    // the mirror's proof spent this; rlimit_used is the step back's.
+    std::uint64_t transposed_rlimit_used = 0;
 };
 
 // The candidate `lhs => rhs` of an equation (one output each).
@@ -75,9 +82,19 @@ public:
     // sequence of queries gives the same verdicts.
     void reuse_solver(bool on);
 
+    // A candidate over 2-D matrices (matmul, smul, ewadd, ewmul, relu,
+    // transpose, concat, imatmul) that Z3 does not prove is tried once more
+    // through its transposed mirror (every matrix transposed, so matmul's
+    // operands swap): when Z3 proves the mirror, and then the candidate
+    // assuming the mirror's instance at the transposed variables, it is
+    // proven. Each query within the same limits; on by default.
+    void try_transposed(bool on);
+
 private:
     struct impl;
     impl& fresh();
+    verify_result prove_direct(const candidate& c, const candidate* known);
+    bool transposed_ = true;
     std::unique_ptr<impl> p_;
 };
 

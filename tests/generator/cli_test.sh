@@ -19,6 +19,18 @@ expect "--rlimit must be within 0..2000000000" --rlimit -5
 expect "--inputs: unknown input 'q'" --inputs x,q
 expect "--inputs: input 'x' named twice" --inputs x,w,x
 expect "--all-pairs-limit must be within" --all-pairs-limit 0
+# --emit-derived with --header: derived rules enter the header, each naming
+# the Z3-proven rules it came from; the summary and unproven listing are written.
+dir=$(mktemp -d)
+if "$gen" --max-ops 2 --threads 2 --ops ewadd,ewmul --inputs x,y --quiet --emit-derived --header "$dir/h.hpp" \
+     --listing "$dir/r.txt" --summary "$dir/s.json" --unproven "$dir/u.txt"; then
+  if grep -q "derived from rules [a-z]" "$dir/h.hpp" && grep -q "derived from rules [a-z]" "$dir/r.txt" &&
+     [ -s "$dir/s.json" ] && [ -s "$dir/u.txt" ] && ! grep -q "all proven" "$dir/r.txt"; then
+    echo "ok: --emit-derived --header"
+  else echo "FAIL: --emit-derived --header: no derived provenance or a missing summary"; fail=1; fi
+  ls "$dir" | grep -q tmp && { echo "FAIL: temporary files left behind: $(ls "$dir")"; fail=1; }
+else echo "FAIL: --emit-derived --header exited non-zero"; fail=1; fi
+rm -rf "$dir"
 out=$("$gen" --help) || { echo "FAIL: --help exited non-zero"; fail=1; }
 case "$out" in *"usage: tsopt-gen"*) echo "ok: --help" ;; *) echo "FAIL: --help"; fail=1 ;; esac
 exit $fail

@@ -363,12 +363,18 @@ TEST_CASE("without verification no rule reaches the header or the listing") {
     CHECK(io::parse_rule_listing(u, "unproven.txt").rules.empty());
 }
 
-TEST_CASE("a candidate Z3 does not prove is not emitted") {
-    if (!verifier_available()) return;
+// ewadd and ewmul at N=2 over two activations: a verified run of seconds.
+run_config two_activations() {
     run_config c;
     c.o.ops = {op_kind::ewadd, op_kind::ewmul};
     c.o.max_ops = 2;
     c.o.inputs = {{"x", shape{1, 4, 6, 8}, role::act}, {"y", shape{1, 4, 6, 8}, role::act}};
+    return c;
+}
+
+TEST_CASE("a candidate Z3 does not prove is not emitted") {
+    if (!verifier_available()) return;
+    auto c = two_activations();
     c.o.threads = 2;
     c.quiet = true;
     auto check_run = [](const run_result& r) {
@@ -377,8 +383,12 @@ TEST_CASE("a candidate Z3 does not prove is not emitted") {
         CHECK(r.unproven_listing.size() == r.not_proven.size());
         for (auto& e : r.rules) {
             CHECK(e.proven);
-            CHECK(e.provenance.find("proven by Z3") != std::string::npos);
+            // Exact: what this rule's own proof spent, of the limit.
+            CHECK_MESSAGE(e.provenance.find("proven by Z3 (rlimit ") != std::string::npos, e.provenance);
+            CHECK_MESSAGE(e.provenance.find(" / " + std::to_string(r.rlimit) + ")") != std::string::npos, e.provenance);
         }
+        CHECK(r.max_proof_rlimit <= r.rlimit);
+        CHECK(r.near_limit <= r.proven);
         auto h = render_header(r.rules, r.spec_hash, "test", r.unproven + r.timeouts, true);
         CHECK(h.find("generated_verified = true") != std::string::npos);
         CHECK(h.find("NOT PROVEN") == std::string::npos);
@@ -389,16 +399,35 @@ TEST_CASE("a candidate Z3 does not prove is not emitted") {
             for (auto& e : r.rules) CHECK(n.r.text != e.r.text);
         }
     };
-    // A 1 ms limit: most queries cannot finish (the non-trivial ones time out).
-    c.timeout_ms = 1;
+    // An rlimit below Z3's cost of taking in the axioms: every query stops
+    // at it (deterministically, whatever the machine's load).
+    c.rlimit = 1000;
     auto tight = run(c);
     check_run(tight);
     CHECK(tight.timeouts + tight.unproven > 0);
     CHECK(!tight.not_proven.empty());
-    // A normal limit: commutativity and associativity are proven and emitted.
-    c.timeout_ms = 300;
+    // The build's limit: commutativity and associativity are proven and emitted.
+    c.rlimit = 500000;
     auto normal = run(c);
     check_run(normal);
     CHECK(normal.proven > 0);
     CHECK(normal.rules.size() >= tight.rules.size());
+}
+
+TEST_CASE("a query the wall clock ends aborts the run with a named error") {
+    if (!verifier_available()) return;
+    auto c = two_activations();
+    c.o.threads = 1;
+    c.quiet = true;
+    c.timeout_ms = 1;          // ends queries long before
+    c.rlimit = 2000000000;     // the deterministic limits
+    c.max_instances = 0;
+    try {
+        run(c);
+        FAIL("a run whose queries hit the 1 ms guard completed");
+    } catch (const error& e) {
+        std::string m = e.what();
+        CHECK_MESSAGE(m.find("wall-clock guard") != std::string::npos, m);
+        CHECK_MESSAGE(m.find("--timeout-ms 1,") != std::string::npos, m);
+    }
 }

@@ -3,6 +3,8 @@
 // wrong one never is; constants no axiom reaches are settled before Z3.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "gen.hpp"
 #include "tsopt/io/rule_listing.hpp"
 
@@ -163,8 +165,38 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     auto emit = run(c);
     CHECK(emit.rules.size() > inc.rules.size());
     std::size_t derived_emitted = 0;
-    for (auto& e : emit.rules) derived_emitted += e.provenance.find("derived from Z3-proven rules") != std::string::npos;
+    std::map<std::string, std::string> names;  // text -> name, Z3-proven rules of `inc`
+    for (auto& e : inc.rules) names[e.r.text] = e.r.name;
+    for (auto& e : emit.rules) {
+        if (e.provenance.find("derived from rules ") == std::string::npos) {
+            CHECK_MESSAGE(e.provenance.find("proven by Z3 (rlimit ") != std::string::npos, e.provenance);
+            continue;
+        }
+        ++derived_emitted;
+        // Each derived rule names the proven rules it was derived from, all emitted.
+        auto from = e.provenance.substr(e.provenance.find("derived from rules ") + 19);
+        from = from.substr(0, from.find(" by rewriting"));
+        for (std::size_t b = 0; b < from.size();) {
+            auto end = std::min(from.find(", ", b), from.size());
+            auto n = from.substr(b, end - b);
+            bool known = false;
+            for (auto& [t, name] : names) known |= name == n;
+            CHECK_MESSAGE(known, n);
+            b = end + 2;
+        }
+    }
     CHECK(derived_emitted > 0);
+    // Rule names are a function of the rule alone: --emit-derived renames nothing.
+    for (auto& e : emit.rules)
+        if (auto it = names.find(e.r.text); it != names.end()) CHECK_MESSAGE(it->second == e.r.name, e.r.text);
+    for (auto& e : inc.derived_rules) {
+        bool same = false;
+        for (auto& x : emit.rules) same |= x.r.text == e.r.text && x.r.name == e.r.name;
+        CHECK_MESSAGE(same, e.r.text);
+    }
+    // The header takes the derived rules (their sources are proven).
+    auto h = render_header(emit.rules, emit.spec_hash, "test", 0, true);
+    CHECK(h.find("derived from rules ") != std::string::npos);
 }
 
 TEST_CASE("a reused solver decides the candidates a fresh one does here, and reruns give the same rules") {

@@ -125,3 +125,25 @@ TEST_CASE("verifier: a reused solver proves and rejects as a fresh one does, rep
     CHECK(first[4].second < prove(fresh, good).rlimit_used);
     CHECK(sequence() == first);
 }
+
+TEST_CASE("verifier: a matmul candidate Z3 misses is proven through its transposed mirror (issue #23)") {
+    // smul(matmul(a, w), s) == matmul(smul(a, s), w): no axiom moves a scalar
+    // onto matmul's left operand, and E-matching never invents the transposes
+    // that would. Transposed, it is smul(matmul(w', a'), s) ==
+    // matmul(w', smul(a', s)), the axiom smul-matmul.
+    constexpr equation eq = smul(matmul(none, x, y), z) == matmul(none, smul(x, z), y);
+    gen::verifier direct = limited(std::span<const axiom>(taso_model_axioms));
+    direct.try_transposed(false);
+    auto r0 = prove(direct, eq);
+    CHECK(r0.v != gen::verdict::proven);
+    CHECK_FALSE(r0.wall_clock);
+    gen::verifier v = limited(std::span<const axiom>(taso_model_axioms));
+    auto r = prove(v, eq);
+    CHECK(r.v == gen::verdict::proven);
+    CHECK(r.transposed_rlimit_used > 0);
+    CHECK(r.rlimit_used < 500000);
+    CHECK(r.detail.find("transposed obligation") != std::string::npos);
+    // A false matrix candidate stays unproven the transposed way too.
+    constexpr equation wrong = smul(matmul(none, x, y), z) == matmul(none, y, smul(x, z));
+    CHECK(prove(v, wrong).v != gen::verdict::proven);
+}
