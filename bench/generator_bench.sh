@@ -23,4 +23,4 @@ out=$(mktemp -d)
 grep -v '^\[tsopt-gen\] .*\.\.\.$' "$out/stderr" | grep -E -v '^\s+(Average|Page|Socket|Signal|Swap|File|Exit|Percent|Voluntary|Involuntary|Major|Minor|Command)' || true
 echo "summary: $out/summary.json"
 # Incremental verification and Z3 counters (docs/verification.md).
-sed -n 's/^ *"\(derived\|settled\|z3_queries\|max_z3_memory_mb\|proven\|timeouts\|wall_guard_hits\|rules_emitted\)": *\([0-9]*\),*$/\1=\2/p' "$out/summary.json" | tr '\n' ' '; echo
+sed -n 's/^ *"\(derived\|settled\|z3_queries\|max_z3_memory_mb\|proven\|timeouts\|rules_emitted\)": *\([0-9]*\),*$/\1=\2/p' "$out/summary.json" | tr '\n' ' '; echo
