@@ -120,6 +120,17 @@ TEST_CASE("element-wise ONNX operators run as oneDNN eltwise") {
     }
 }
 
+TEST_CASE("an operator of another domain reusing a standard name is never lowered with the standard semantics") {
+    graph g;
+    auto op = std::make_shared<opaque_op>();
+    op->type = "Clip";
+    op->domain = "com.example";
+    g.mark_output(g.opaque(std::move(op), {g.input("x", {1, 4})}, {{1, 4}}, "custom")[0]);
+    backend::dnnl b({.persist = false});
+    tsopt::onnx::install_dnnl_lowerings(b);
+    CHECK_THROWS_AS(b.execute(g, backend::random_inputs(g, 1)), tsopt::error);  // no implementation of com.example.Clip
+}
+
 TEST_CASE("Sub and Div run as oneDNN binary; a broadcast first operand on the host") {
     graph g;
     auto x = g.input("x", {1, 8, 5, 5});

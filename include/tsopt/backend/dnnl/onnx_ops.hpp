@@ -32,6 +32,7 @@
 #include "tsopt/backend/dnnl/eltwise.hpp"
 #include "tsopt/backend/dnnl/executor.hpp"
 #include "tsopt/io/onnx/proto.hpp"
+#include "tsopt/io/onnx/reference_ops.hpp"
 
 namespace tsopt::onnx {
 
@@ -298,7 +299,7 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
     auto unary = [](alg a, float alpha, float beta, const char* what) {
         return [=](d::lowering& L, std::size_t i) { return d::eltwise(L, i, a, alpha, beta, what); };
     };
-    auto& m = b.opaque_lowerings;
+    dnnl_lowering::opaque_lowering_map m;
     m["Clip"] = d::clip;
     m["Sqrt"] = unary(alg::eltwise_sqrt, 0.f, 0.f, "sqrt");
     m["Exp"] = unary(alg::eltwise_exp, 0.f, 0.f, "exp");
@@ -331,6 +332,9 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
     m["LayerNormalization"] = d::layer_norm;
     m["MaxPool"] = d::pool<true>;
     m["AveragePool"] = d::pool<false>;
+    // The default ONNX domain's semantics only: a custom domain may reuse a type name.
+    for (auto& [type, lower] : m)
+        b.opaque_lowerings[type] = [lower](d::lowering& L, std::size_t i) { return detail::default_domain(L.at(i)) && lower(L, i); };
 }
 
 }  // namespace tsopt::onnx
