@@ -439,6 +439,38 @@ TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulat
         for (auto [n, into] : compiled->fused) fused |= n == add.node;
         CHECK(fused);
     }
+    SUBCASE("consecutive identity blocks each accumulate into the buffer the one before accumulated into") {
+        graph g;
+        auto x = g.input("x", {1, 16, 8, 8});
+        auto conv = [&](value in, const char* w) { return g.conv2d(in, g.weight(w, {16, 16, 3, 3}, rng), {.pad = same}); };
+        value y = g.relu(conv(x, "w0"));
+        std::vector<std::int32_t> adds;
+        const char* names[][2] = {{"a1", "b1"}, {"a2", "b2"}, {"a3", "b3"}};
+        for (auto [wa, wb] : names) {
+            auto add = g.ewadd(conv(g.relu(conv(y, wa)), wb), y);
+            adds.push_back(add.node);
+            y = g.relu(add);
+        }
+        g.mark_output(y);
+        test::check_against_reference(g, 1e-4, 4, &b);
+        const auto compiled = b.compile(g);
+        std::vector<std::int32_t> fused_adds;
+        for (auto [n, into] : compiled->fused)
+            if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) fused_adds.push_back(n);
+        std::sort(fused_adds.begin(), fused_adds.end());
+        CHECK(fused_adds == adds);
+    }
+    SUBCASE("not into a buffer another value still to be read lives in") {
+        graph g;
+        auto x = g.input("x", {1, 16, 8, 8});
+        auto conv = [&](value in, const char* w) { return g.conv2d(in, g.weight(w, {16, 16, 3, 3}, rng), {.pad = same}); };
+        auto p = g.tanh(conv(x, "w0")), q = g.tanh(conv(x, "w1"));
+        auto cat = g.concat(1, {p, q});  // its parts may be computed in place: p, q and cat in one buffer
+        auto add = g.ewadd(g.conv2d(x, g.weight("w2", {32, 16, 3, 3}, rng), {.pad = same}), cat);
+        g.mark_output(add);
+        g.mark_output(g.ewmul(p, p));  // reads p after the add
+        test::check_against_reference(g, 1e-4, 5, &b);
+    }
 }
 
 TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") {

@@ -39,34 +39,29 @@ struct post_chain {
 };
 
 // Whether value `v` (read by the ewadd `reader`) may be overwritten by a sum
-// post-op: computed by an operator already lowered, not a graph output, the
-// only value living in its buffer, and every other reader already lowered
-// (its steps run before the one that overwrites: a residual branch's input,
-// which the block's first convolution read).
+// post-op: its readers other than the add ran before (a residual branch's
+// input, which the block's first convolution read). Consecutive identity
+// blocks then accumulate into one buffer, block after block.
 inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) {
     const auto n = static_cast<std::size_t>(v.node);
-    if (L.at(n).kind != node_kind::op || L.constant[n] || L.is_graph_output(n)) return false;
-    for (const auto& [c32, slot] : L.consumers[n]) {
-        const auto c = static_cast<std::size_t>(c32);
-        if (c == reader || L.at(c).inputs[static_cast<std::size_t>(slot)].output != v.output) continue;
-        if (L.vals[c].empty() && !L.absorbed[c]) return false;
-    }
+    if (L.at(n).kind != node_kind::op || L.constant[n]) return false;
     const auto& outs = L.vals[n];
     if (static_cast<std::size_t>(v.output) >= outs.size()) return false;
     const tref& r = outs[static_cast<std::size_t>(v.output)];
     if (r.buf < 0 || r.offset != 0 || L.persistent(r)) return false;
-    // The stages of one fused primitive (its node and the chain absorbed into
-    // it, each read only by the next) share its buffer: one value.
-    auto root = [&](std::size_t k) {
-        for (auto [a, into] : L.p.fused)
-            if (static_cast<std::size_t>(a) == k) return static_cast<std::size_t>(into);
-        return k;
-    };
-    const std::size_t own = root(n);
-    int sharing = 0;
-    for (std::size_t k = 0; k < L.vals.size(); ++k)
-        for (const tref& t : L.vals[k]) sharing += t.buf == r.buf && root(k) != own;
-    return sharing == 0;
+    // Dead once the add has read it: every value in the buffer (v, the other
+    // outputs of its node, the stages of v's fused primitive, an earlier
+    // value accumulated into it) computed by an operator, not a graph output,
+    // and read by nothing that is still to be lowered.
+    for (std::size_t k = 0; k < L.vals.size(); ++k) {
+        if (std::none_of(L.vals[k].begin(), L.vals[k].end(), [&](const tref& t) { return t.buf == r.buf; })) continue;
+        if (L.at(k).kind != node_kind::op || L.is_graph_output(k)) return false;
+        for (const auto& [c32, slot] : L.consumers[k]) {
+            const auto c = static_cast<std::size_t>(c32);
+            if (c != reader && L.vals[c].empty() && !L.absorbed[c]) return false;
+        }
+    }
+    return true;
 }
 
 // The operators after node i (C output channels) that can run as its post-ops;
