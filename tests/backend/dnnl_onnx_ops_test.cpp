@@ -238,3 +238,59 @@ TEST_CASE("ONNX pooling with ceil_mode, explicit pads and count_include_pad runs
         check(g, 1);
     }
 }
+
+TEST_CASE("an ONNX operator that is one eltwise runs as the post-op of the convolution before it") {
+    std::mt19937_64 rng(11);
+    // MobileNetV2's conv -> Clip(0, 6), with its bias; HardSwish; LeakyRelu
+    // after an activation-free conv; and a Clip whose bound is computed at run
+    // time, which is no eltwise and stays a step of its own.
+    auto conv_then = [&](const std::string& type, std::vector<float> bounds, const blob& b = {}) {
+        INFO(type);
+        graph g;
+        auto x = g.input("x", {1, 8, 6, 6});
+        auto c = g.ewadd(g.conv2d(x, g.weight("w", {16, 8, 3, 3}, rng)), g.weight("bias", {16, 1, 1}, rng));
+        std::vector<value> in{c};
+        for (std::size_t k = 0; k < bounds.size(); ++k) in.push_back(scalar(g, "bound" + std::to_string(k), bounds[k]));
+        g.mark_output(opaque(g, type, in, g.shape_of(c), b));
+        check(g, 0, 1e-4);
+        backend::dnnl d({.persist = false});
+        tsopt::onnx::install_dnnl_lowerings(d);
+        return d.stats(g);
+    };
+    for (auto [type, bounds] : std::vector<std::pair<std::string, std::vector<float>>>{{"Clip", {0.f, 6.f}}, {"HardSwish", {}}}) {
+        auto st = conv_then(type, bounds);
+        CHECK(st.primitives == 1);
+        CHECK(st.fused_ops == 2);  // the bias and the eltwise
+    }
+    CHECK(conv_then("LeakyRelu", {}, blob{}.f("alpha", 0.3f)).primitives == 1);
+
+    graph g;
+    auto x = g.input("x", {1, 8, 6, 6});
+    auto hi = g.input("hi", {1});
+    auto c = g.conv2d(x, g.weight("w", {16, 8, 3, 3}, rng));
+    g.mark_output(opaque(g, "Clip", {c, scalar(g, "lo", 0.f), hi}, g.shape_of(c)));
+    check(g, 1);  // the run-time bound: on the host
+}
+
+TEST_CASE("a zero Pad read only by an average pool is the pool's padding (PyTorch's avg_pool2d(padding=1) export)") {
+    std::mt19937_64 rng(12);
+    for (bool blocked : {false, true}) {
+        INFO((blocked ? "after a convolution (blocked layout)" : "on a graph input"));
+        graph g;
+        auto x = g.input("x", {1, 16, 9, 9});
+        value in = blocked ? g.relu(g.conv2d(x, g.weight("w", {16, 16, 1, 1}, rng))) : x;
+        auto padded = g.pad(in, 1, 2, 1, 0);  // top, bottom, left, right
+        g.mark_output(g.add1(spec::op_kind::avgpool, spec::op_params{3, 3, 1, 1, 0, 0}, {padded}, "pool"));
+        check(g, 0, 1e-5);
+        backend::dnnl d({.persist = false});
+        auto st = d.stats(g);
+        CHECK(st.primitives == (blocked ? 2u : 1u));  // no pad step, no zero fill
+    }
+    // The pad read twice is made once, and both readers run as before.
+    graph g;
+    auto x = g.input("x", {1, 16, 9, 9});
+    auto padded = g.pad(x, 1, 1, 1, 1);
+    g.mark_output(g.add1(spec::op_kind::avgpool, spec::op_params{3, 3, 1, 1, 0, 0}, {padded}, "pool"));
+    g.mark_output(g.relu(padded));
+    check(g, 0, 1e-5);
+}

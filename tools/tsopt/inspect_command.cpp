@@ -71,7 +71,7 @@ int inspect_command(int argc, char** argv, int first) {
         for (const auto& [t, n] : opaque) {
             const auto& names = opaque_names[t];
             std::cout << "  " << std::setw(6) << n << "  " << t << "  e.g. '" << names.front() << "'"
-                      << (cpu.opaque_lowerings.count(t)
+                      << (cpu.opaque_lowerings.count(t) || cpu.opaque_eltwise.count(t)
                               ? "; runs on oneDNN (configurations its lowering declines: on the host)"
                               : ref.opaque_impls.count(t) ? "; runs on the host (reference implementation)"
                                                           : "; no implementation: tsopt's backends cannot run it")

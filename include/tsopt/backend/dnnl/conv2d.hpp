@@ -8,7 +8,8 @@
 //
 // The single-reader chain after a convolution of per-channel constant adds /
 // multiplies ([C,1,1] or [1,C,1,1], e.g. the bias batchnorm folding leaves),
-// relu / sigmoid / tanh, and one add of a full-size tensor computed earlier
+// relu / sigmoid / tanh, opaque operators that are one eltwise (ONNX Clip,
+// HardSwish: lowering::eltwise_of), and one add of a full-size tensor computed earlier
 // (a residual, or the other branch of a sum) runs as the convolution's
 // post-ops: one primitive instead of a pass over the whole tensor per
 // operator. The full-size add is oneDNN's sum post-op: the convolution
@@ -25,6 +26,7 @@ struct post_chain {
     std::vector<std::size_t> nodes;                     // absorbed, in order
     std::vector<std::pair<dn::algorithm, tref>> ops;    // per node: eltwise alg, binary alg + operand, or the sum's operand
     std::vector<kind> kinds;
+    std::vector<std::pair<float, float>> eltwise_ab;    // per node: an eltwise's alpha, beta
 
     std::optional<std::size_t> sum() const {
         for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -35,6 +37,7 @@ struct post_chain {
         nodes.resize(k);
         ops.resize(k);
         kinds.resize(k);
+        eltwise_ab.resize(k);
     }
 };
 
@@ -78,8 +81,15 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         const auto [nx32, slot] = L.consumers[cur][0];
         const std::size_t nx = static_cast<std::size_t>(nx32);
         const node& n = L.at(nx);
-        if (n.kind != node_kind::op || n.out_layout != L.at(i).out_layout || n.shapes[0] != out) break;
-        if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
+        if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.out_layout != L.at(i).out_layout || n.shapes[0] != out) break;
+        std::pair<float, float> ab{0.f, 0.f};
+        if (n.kind == node_kind::opaque) {
+            auto form = slot == 0 ? L.eltwise_of(nx) : std::nullopt;
+            if (!form) break;
+            c.ops.push_back({form->alg, tref{}});
+            c.kinds.push_back(post_chain::kind::eltwise);
+            ab = {form->alpha, form->beta};
+        } else if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
             c.kinds.push_back(post_chain::kind::eltwise);
@@ -104,6 +114,7 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         } else
             break;
         c.nodes.push_back(nx);
+        c.eltwise_ab.push_back(ab);
         cur = nx;
     }
     return c;
@@ -148,7 +159,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         std::optional<dn::memory::desc> accumulate;  // the sum writes into its operand: the result takes its layout
         with_bias = bias && len > 0;
         for (std::size_t k = with_bias ? 1 : 0; k < len; ++k) switch (chain.kinds[k]) {
-                case post_chain::kind::eltwise: po.append_eltwise(chain.ops[k].first, 0.f, 0.f); break;
+                case post_chain::kind::eltwise: po.append_eltwise(chain.ops[k].first, chain.eltwise_ab[k].first, chain.eltwise_ab[k].second); break;
                 case post_chain::kind::binary: po.append_binary(chain.ops[k].first, chain.ops[k].second.md); break;
                 case post_chain::kind::sum:
                     po.append_sum(1.f);

@@ -45,6 +45,14 @@ inline void lower_node(lowering& L, std::size_t i) {
     if (n.kind == node_kind::opaque) {
         auto it = L.native.find(n.opaque->type);
         bool done = false;
+        try {
+            if (auto f = L.eltwise_of(i)) {
+                L.set(i, 0, eltwise_step(L, i, L.in(i, 0), f->alg, f->alpha, f->beta, f->what));
+                return;
+            }
+        } catch (const dn::error&) {
+            L.rollback(m, i);
+        }
         if (it != L.native.end()) try {
                 done = it->second(L, i);
             } catch (const dn::error&) {
@@ -76,7 +84,7 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::split: return lower_split(L, i);
             case K::transpose: return lower_transpose(L, i);
             case K::enlarge: return lower_enlarge(L, i);
-            case K::pad: return lower_pad(L, i);
+            case K::pad: return lower_pad_into_avgpool(L, i) ? void() : lower_pad(L, i);
             case K::reshape: return lower_reshape(L, i);
             case K::slice: return lower_slice(L, i);
             case K::overwrite: return lower_overwrite(L, i);
@@ -94,10 +102,10 @@ inline void lower_node(lowering& L, std::size_t i) {
 }
 
 inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque,
-                                     const opaque_lowering_map& native = {}) {
+                                     const opaque_lowering_map& native = {}, const opaque_eltwise_map& elementwise = {}) {
     g.validate();
     auto p = std::make_unique<plan>(eng);
-    lowering L(*p, g, opaque, native);
+    lowering L(*p, g, opaque, native, elementwise);
     const std::vector<bool> live = live_nodes(g);
     // Weights first, so a node may read a constant operand whose weight comes
     // later in topological order (a conv fusing a bias added after it).
@@ -179,6 +187,7 @@ public:
     // Native oneDNN lowerings of opaque types (onnx_ops.hpp installs the
     // ONNX ones); a node whose configuration they refuse runs opaque_impls.
     dnnl_impl::opaque_lowering_map opaque_lowerings;
+    dnnl_impl::opaque_eltwise_map opaque_eltwise;  // opaque types that are one eltwise (fusable as post-ops)
     std::size_t plan_compiles = 0, plan_reuses = 0;
 
     dnnl() : dnnl(options{}) {}
@@ -191,7 +200,7 @@ public:
                               : std::filesystem::path{}) {}
 
     // A fresh plan for g (execute() keeps and reuses them; this does not).
-    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings); }
+    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise); }
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
         check_inputs(g, in);

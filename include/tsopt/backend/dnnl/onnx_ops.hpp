@@ -19,6 +19,8 @@
 //   Sqrt, Exp, Log, Abs, Neg     eltwise
 //   Pow (constant scalar exponent) eltwise square / sqrt / pow
 //   HardSigmoid, HardSwish, LeakyRelu, Gelu  eltwise
+//     (these are registered as eltwise forms, backend::dnnl::opaque_eltwise,
+//     so a convolution before them runs them as its post-ops)
 //   Erf                          a vectorized loop over the buffer (oneDNN has none)
 //   Sub, Div                     binary (second operand broadcast)
 //   Div by sqrt(2) -> Erf -> +1 -> *x -> *0.5   one eltwise_gelu_erf (GELU as exporters write it)
@@ -48,13 +50,7 @@ inline std::optional<float> constant_scalar(const lowering& L, std::size_t i, in
     return t->data[0];
 }
 
-inline bool eltwise(lowering& L, std::size_t i, dn::algorithm alg, float alpha, float beta, const char* what) {
-    if (L.at(i).inputs.size() < 1 || L.at(i).num_outputs() != 1) return false;
-    L.set(i, 0, eltwise_step(L, i, L.in(i, 0), alg, alpha, beta, what));
-    return true;
-}
-
-inline bool clip(lowering& L, std::size_t i) {
+inline std::optional<eltwise_form> clip(const lowering& L, std::size_t i) {
     const node& n = L.at(i);
     pb::NodeProto blob = opaque_attributes(*n.opaque);
     detail::attributes at(blob, n.describe());
@@ -66,27 +62,27 @@ inline bool clip(lowering& L, std::size_t i) {
     // Opset >= 11: bounds are inputs 1 and 2; an omitted one is carried as a
     // bookkeeping attribute, not a graph input, so only graph inputs are read.
     for (const auto& a : blob.attribute())
-        if (a.name().rfind(detail::input_attr_prefix, 0) == 0) return false;  // a bound the graph cannot carry
+        if (a.name().rfind(detail::input_attr_prefix, 0) == 0) return std::nullopt;  // a bound the graph cannot carry
     if (n.inputs.size() >= 2) {
         auto v = constant_scalar(L, i, 1);
-        if (!v) return false;
+        if (!v) return std::nullopt;
         lo = *v;
     }
     if (n.inputs.size() >= 3) {
         auto v = constant_scalar(L, i, 2);
-        if (!v) return false;
+        if (!v) return std::nullopt;
         hi = *v;
     }
-    return eltwise(L, i, dn::algorithm::eltwise_clip_v2, lo, hi, "clip");
+    return eltwise_form{dn::algorithm::eltwise_clip_v2, lo, hi, "clip"};
 }
 
-inline bool pow(lowering& L, std::size_t i) {
+inline std::optional<eltwise_form> pow(const lowering& L, std::size_t i) {
     auto e = constant_scalar(L, i, 1);
-    if (!e) return false;
+    if (!e) return std::nullopt;
     // x^2 as square: exact, where pow goes through exp/log.
-    if (*e == 2.f) return eltwise(L, i, dn::algorithm::eltwise_square, 0.f, 0.f, "pow (square)");
-    if (*e == 0.5f) return eltwise(L, i, dn::algorithm::eltwise_sqrt, 0.f, 0.f, "pow (sqrt)");
-    return eltwise(L, i, dn::algorithm::eltwise_pow, 1.f, *e, "pow");
+    if (*e == 2.f) return eltwise_form{dn::algorithm::eltwise_square, 0.f, 0.f, "pow (square)"};
+    if (*e == 0.5f) return eltwise_form{dn::algorithm::eltwise_sqrt, 0.f, 0.f, "pow (sqrt)"};
+    return eltwise_form{dn::algorithm::eltwise_pow, 1.f, *e, "pow"};
 }
 
 inline bool erf(lowering& L, std::size_t i) {
@@ -296,35 +292,40 @@ bool pool(lowering& L, std::size_t i) {
 inline void install_dnnl_lowerings(backend::dnnl& b) {
     namespace d = dnnl_lowering;
     using alg = ::dnnl::algorithm;
-    auto unary = [](alg a, float alpha, float beta, const char* what) {
-        return [=](d::lowering& L, std::size_t i) { return d::eltwise(L, i, a, alpha, beta, what); };
+    using form = d::eltwise_form;
+    auto fixed = [](alg a, float alpha, float beta, const char* what) {
+        return [=](const d::lowering&, std::size_t) { return std::optional<form>(form{a, alpha, beta, what}); };
     };
-    dnnl_lowering::opaque_lowering_map m;
-    m["Clip"] = d::clip;
-    m["Sqrt"] = unary(alg::eltwise_sqrt, 0.f, 0.f, "sqrt");
-    m["Exp"] = unary(alg::eltwise_exp, 0.f, 0.f, "exp");
-    m["Log"] = unary(alg::eltwise_log, 0.f, 0.f, "log");
-    m["Abs"] = unary(alg::eltwise_abs, 0.f, 0.f, "abs");
-    m["Neg"] = unary(alg::eltwise_linear, -1.f, 0.f, "neg");
-    m["Pow"] = d::pow;
+    // ONNX attributes of node i.
+    struct attrs {
+        pb::NodeProto blob;
+        detail::attributes at;
+        attrs(const d::lowering& L, std::size_t i) : blob(opaque_attributes(*L.at(i).opaque)), at(blob, L.at(i).describe()) {}
+    };
+    d::opaque_eltwise_map e;
+    e["Clip"] = d::clip;
+    e["Pow"] = d::pow;
+    e["Sqrt"] = fixed(alg::eltwise_sqrt, 0.f, 0.f, "sqrt");
+    e["Exp"] = fixed(alg::eltwise_exp, 0.f, 0.f, "exp");
+    e["Log"] = fixed(alg::eltwise_log, 0.f, 0.f, "log");
+    e["Abs"] = fixed(alg::eltwise_abs, 0.f, 0.f, "abs");
+    e["Neg"] = fixed(alg::eltwise_linear, -1.f, 0.f, "neg");
+    e["HardSwish"] = fixed(alg::eltwise_hardswish, 1.f / 6.f, 0.5f, "hardswish");
+    e["HardSigmoid"] = [](const d::lowering& L, std::size_t i) {
+        attrs a(L, i);
+        return std::optional<form>(form{alg::eltwise_hardsigmoid, a.at.get_float("alpha", 0.2f), a.at.get_float("beta", 0.5f), "hardsigmoid"});
+    };
+    e["LeakyRelu"] = [](const d::lowering& L, std::size_t i) {
+        attrs a(L, i);
+        return std::optional<form>(form{alg::eltwise_relu, a.at.get_float("alpha", 0.01f), 0.f, "leaky relu"});
+    };
+    e["Gelu"] = [](const d::lowering& L, std::size_t i) {
+        attrs a(L, i);
+        const bool tanh = a.at.get_string("approximate", "none") == "tanh";
+        return std::optional<form>(form{tanh ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf, 0.f, 0.f, "gelu"});
+    };
+    d::opaque_lowering_map m;
     m["Erf"] = d::erf;
-    m["HardSwish"] = unary(alg::eltwise_hardswish, 1.f / 6.f, 0.5f, "hardswish");
-    m["HardSigmoid"] = [](d::lowering& L, std::size_t i) {
-        pb::NodeProto blob = opaque_attributes(*L.at(i).opaque);
-        detail::attributes at(blob, L.at(i).describe());
-        return d::eltwise(L, i, alg::eltwise_hardsigmoid, at.get_float("alpha", 0.2f), at.get_float("beta", 0.5f), "hardsigmoid");
-    };
-    m["LeakyRelu"] = [](d::lowering& L, std::size_t i) {
-        pb::NodeProto blob = opaque_attributes(*L.at(i).opaque);
-        detail::attributes at(blob, L.at(i).describe());
-        return d::eltwise(L, i, alg::eltwise_relu, at.get_float("alpha", 0.01f), 0.f, "leaky relu");
-    };
-    m["Gelu"] = [](d::lowering& L, std::size_t i) {
-        pb::NodeProto blob = opaque_attributes(*L.at(i).opaque);
-        detail::attributes at(blob, L.at(i).describe());
-        const bool tanh = at.get_string("approximate", "none") == "tanh";
-        return d::eltwise(L, i, tanh ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf, 0.f, 0.f, "gelu");
-    };
     m["Sub"] = [](d::lowering& L, std::size_t i) { return d::binary(L, i, alg::binary_sub, "sub"); };
     m["Div"] = [](d::lowering& L, std::size_t i) { return d::gelu_from_div(L, i) || d::binary(L, i, alg::binary_div, "div"); };
     m["ReduceMean"] = [](d::lowering& L, std::size_t i) { return d::reduce(L, i, alg::reduction_mean, "reduce mean"); };
@@ -335,6 +336,10 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
     // The default ONNX domain's semantics only: a custom domain may reuse a type name.
     for (auto& [type, lower] : m)
         b.opaque_lowerings[type] = [lower](d::lowering& L, std::size_t i) { return detail::default_domain(L.at(i)) && lower(L, i); };
+    for (auto& [type, describe] : e)
+        b.opaque_eltwise[type] = [describe](const d::lowering& L, std::size_t i) {
+            return detail::default_domain(L.at(i)) ? describe(L, i) : std::nullopt;
+        };
 }
 
 }  // namespace tsopt::onnx

@@ -236,6 +236,19 @@ class lowering;
 using opaque_lowering = std::function<bool(lowering&, std::size_t)>;
 using opaque_lowering_map = std::map<std::string, opaque_lowering, std::less<>>;
 
+// An opaque operator that is one oneDNN eltwise on its first input (ONNX
+// Clip with constant bounds, HardSwish, ...): run as an eltwise step, or as
+// a post-op of the convolution before it (MobileNet's conv -> Clip(0, 6)).
+struct eltwise_form {
+    dn::algorithm alg;
+    float alpha = 0.f, beta = 0.f;
+    std::string what;
+};
+// nullopt where the node's configuration is not one eltwise (a bound that
+// is not a constant scalar, another domain).
+using opaque_eltwise = std::function<std::optional<eltwise_form>(const lowering&, std::size_t)>;
+using opaque_eltwise_map = std::map<std::string, opaque_eltwise, std::less<>>;
+
 // The lowering context: graph values to buffers, with helpers for the
 // operator files.
 class lowering {
@@ -244,14 +257,15 @@ public:
     const graph& g;
     const opaque_map& opaque;
     const opaque_lowering_map& native;  // opaque types with a oneDNN lowering
+    const opaque_eltwise_map& elementwise;  // opaque types that are one eltwise
     std::vector<bool> constant;
     std::vector<std::vector<tref>> vals;  // per node, per output
     std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
     std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
 
-    lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat)
-        : p(pl), g(gr), opaque(op), native(nat), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
+    lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat, const opaque_eltwise_map& elt)
+        : p(pl), g(gr), opaque(op), native(nat), elementwise(elt), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
           consumers(gr.consumers()), absorbed(gr.size(), false) {}
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
@@ -268,6 +282,13 @@ public:
     }
 
     const node& at(std::size_t i) const { return g.nodes[i]; }
+    // Opaque node i as one eltwise on its first input, if it is one.
+    std::optional<eltwise_form> eltwise_of(std::size_t i) const {
+        const node& n = at(i);
+        if (n.kind != node_kind::opaque || n.inputs.empty() || n.num_outputs() != 1) return std::nullopt;
+        auto it = elementwise.find(n.opaque->type);
+        return it == elementwise.end() ? std::nullopt : it->second(*this, i);
+    }
     tref in(std::size_t i, int slot) const {
         value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
         return vals[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)];
