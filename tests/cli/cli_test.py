@@ -109,7 +109,7 @@ try:
         strict = w("strict.onnx")
         check("optimize: outputs beyond --tolerance", ["optimize", DEMO, "-o", strict, "--backend", "analytic",
                                                        "--budget", "2", "--tolerance", repr(e / 1000)], 3,
-              stderr_has=["differ", f"{e:.2e} > tolerance {e / 1000:.2e}"])
+              stderr_has=["differ", f"> tolerance {e / 1000:.2e}"])  # the graph found (so the error) may differ under load
         expect("nothing written on a mismatch", not os.path.exists(strict))
     else:
         print("[skip] optimize mismatch case (the analytic run was bit-exact)")
