@@ -125,9 +125,11 @@ with open(w("dot", "before.dot")) as f:
 # ---- optimize (cpu: measured on oneDNN, never slower) -----------------------------
 opt_c = w("demo.cpu.onnx")
 rep_c = w("cpu.json")
+# With pictures: they colour nodes by the measured cost model after it ran
+# (it once read a freed measurement cache there: the README's main job crashed).
 check("optimize cpu", ["optimize", DEMO, "-o", opt_c, "--backend", "cpu", "--budget", "1", "--reps", "3",
-                       "--top-k", "2", "--report", rep_c], 0,
-      stdout_has=["end-to-end time", "timed end to end", "equal"], timeout=240)
+                       "--top-k", "2", "--report", rep_c, "--dot", w("cpu-pictures")], 0,
+      stdout_has=["end-to-end time", "timed end to end", "equal", "picture:"], timeout=240)
 try:
     with open(rep_c) as f:
         r = json.load(f)

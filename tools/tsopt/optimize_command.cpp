@@ -196,7 +196,8 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     o.ms_after = pick.ms[pick.best];
     o.cost_before = measured->graph_cost(g);
     o.cost_after = measured->graph_cost(o.chosen);
-    o.node_cost = [measured](const graph& h, std::size_t i, const std::vector<bool>& constant) {
+    // `measured` reads `device_cost` by reference: both are kept alive.
+    o.node_cost = [measured, device_cost](const graph& h, std::size_t i, const std::vector<bool>& constant) {
         return measured->operator_cost(h, i, constant);
     };
     o.execute = [&be](const graph& h, const std::vector<tensor<float>>& in) { return be.execute(h, in); };
