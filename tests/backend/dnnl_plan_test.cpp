@@ -378,6 +378,16 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     CHECK(b.stats(q).primitives == 1);
 }
 
+// The adds of g that run as post-ops (sum or binary) of another node's primitive, ascending.
+static std::vector<std::int32_t> fused_adds(const backend::dnnl& b, const graph& g) {
+    const auto compiled = b.compile(g);  // held: the range-for below reads its member
+    std::vector<std::int32_t> adds;
+    for (auto [n, into] : compiled->fused)
+        if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) adds.push_back(n);
+    std::sort(adds.begin(), adds.end());
+    return adds;
+}
+
 TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulates into that tensor (sum post-op)") {
     std::mt19937_64 rng(32);
     backend::dnnl b({.persist = false});
@@ -419,11 +429,7 @@ TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulat
         auto fused_add = g.ewadd(conv(x, "w10"), fresh);
         g.mark_output(fused_add);
         test::check_against_reference(g, 1e-4, 2, &b);
-        const auto compiled = b.compile(g);
-        std::vector<std::int32_t> fused_adds;
-        for (auto [n, into] : compiled->fused)
-            if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) fused_adds.push_back(n);
-        CHECK(fused_adds == std::vector<std::int32_t>{fused_add.node});
+        CHECK(fused_adds(b, g) == std::vector<std::int32_t>{fused_add.node});
     }
     SUBCASE("into a residual branch's input once its other readers ran (ResNet's identity)") {
         graph g;
@@ -453,12 +459,7 @@ TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulat
         }
         g.mark_output(y);
         test::check_against_reference(g, 1e-4, 4, &b);
-        const auto compiled = b.compile(g);
-        std::vector<std::int32_t> fused_adds;
-        for (auto [n, into] : compiled->fused)
-            if (g.nodes[static_cast<std::size_t>(n)].is_op(spec::op_kind::ewadd)) fused_adds.push_back(n);
-        std::sort(fused_adds.begin(), fused_adds.end());
-        CHECK(fused_adds == adds);
+        CHECK(fused_adds(b, g) == adds);
     }
     SUBCASE("not into a buffer another value still to be read lives in") {
         graph g;

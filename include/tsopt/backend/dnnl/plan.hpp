@@ -270,8 +270,12 @@ public:
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
     void absorb(std::size_t n, std::size_t into, const tref& r) {
-        absorbed[n] = true;
+        fuse(n, into);
         set(n, 0, r);
+    }
+    // ... where n has no value of its own (a pad the pooling reads through).
+    void fuse(std::size_t n, std::size_t into) {
+        absorbed[n] = true;
         p.fused.push_back({static_cast<std::int32_t>(n), static_cast<std::int32_t>(into)});
         ++p.stats.fused_ops;
     }

@@ -37,12 +37,16 @@ inline void pool_step(lowering& L, std::size_t i, tref x, const dims& pad_l, con
     L.set(i, 0, y);
 }
 
-inline void lower_pool(lowering& L, std::size_t i) {
+// The padding a pooling node's own pad mode gives each side: {rows, columns}.
+inline dims own_padding(const node& n) {
     using namespace spec::pool_p;
-    const node& n = L.at(i);
     const auto pm = static_cast<spec::pad_mode>(n.params[pad]);
-    const std::int64_t ph = spec::detail::window_pad(n.params[kh], 1, pm), pw = spec::detail::window_pad(n.params[kw], 1, pm);
-    pool_step(L, i, L.in(i, 0), {ph, pw}, {ph, pw});
+    return {spec::detail::window_pad(n.params[kh], 1, pm), spec::detail::window_pad(n.params[kw], 1, pm)};
+}
+
+inline void lower_pool(lowering& L, std::size_t i) {
+    const dims p = own_padding(L.at(i));
+    pool_step(L, i, L.in(i, 0), p, p);
 }
 
 // A zero pad read only by an average pool (PyTorch exports avg_pool2d with
@@ -57,21 +61,19 @@ inline bool lower_pad_into_avgpool(lowering& L, std::size_t i) {
     if (!L.at(pool).is_op(spec::op_kind::avgpool)) return false;
     using namespace spec::pad_p;
     const auto& pp = L.at(i).params;
-    const auto pm = static_cast<spec::pad_mode>(L.at(pool).params[spec::pool_p::pad]);
-    const std::int64_t ph = spec::detail::window_pad(L.at(pool).params[spec::pool_p::kh], 1, pm);
-    const std::int64_t pw = spec::detail::window_pad(L.at(pool).params[spec::pool_p::kw], 1, pm);
+    const dims own = own_padding(L.at(pool));
     auto m = L.checkpoint();
     try {
-        pool_step(L, pool, L.in(i, 0), {pp[top] + ph, pp[left] + pw}, {pp[bottom] + ph, pp[right] + pw});
+        pool_step(L, pool, L.in(i, 0), {pp[top] + own[0], pp[left] + own[1]}, {pp[bottom] + own[0], pp[right] + own[1]});
     } catch (const dn::error&) {
         L.rollback(m, pool);
         return false;
     }
     // The pad runs inside the pool's primitive and has no value of its own;
     // the pool, already lowered, is skipped when its turn comes.
-    L.absorbed[i] = L.absorbed[pool] = true;
-    L.p.fused.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(pool)});
-    ++L.p.stats.fused_ops;
+    L.fuse(i, pool);
+    L.absorbed[pool] = true;
     return true;
 }
+
 }  // namespace tsopt::backend::dnnl_impl
