@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -44,6 +45,7 @@
 #include "tsopt/pet/optimizer.hpp"
 #include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/preprocess.hpp"
+#include "tsopt/rewrite/rule_index.hpp"
 #include "tsopt/search/backtracking.hpp"
 #include "tsopt/search/partition.hpp"
 
@@ -145,11 +147,10 @@ inline void merge_report(optimize_report& into, const search::report& r) {
 inline std::vector<double> match_capacity(const graph& g, std::span<const rewrite::rule> rules) {
     rewrite::graph_index ix(g);
     std::vector<std::vector<std::size_t>> sets;
-    for (const auto& r : rules)
-        rewrite::for_each_match(ix, r, [&](const rewrite::match& m) {
-            sets.emplace_back(m.nodes.begin(), m.nodes.end());
-            return sets.size() < 200'000;
-        });
+    rewrite::rule_index(rules).for_each_match(ix, [&](std::size_t, const rewrite::match& m) {
+        sets.emplace_back(m.nodes.begin(), m.nodes.end());
+        return sets.size() < 200'000;
+    });
     return search::spanning_capacity(g, sets);
 }
 
@@ -224,6 +225,7 @@ std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, C
         }
         return names;
     };
+    const rewrite::rule_index index(rules);
     while (kept < max_steps && !out_of_time()) {
         const auto leaf = leaf_values(g);
         rewrite::graph_index ix(g);
@@ -232,10 +234,15 @@ std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, C
         std::size_t best_rule = 0, best_steps = 0;
         std::set<std::pair<std::size_t, std::vector<std::string>>> merged;  // (rule, shared operand) done this round
         std::set<std::pair<std::size_t, std::vector<std::int32_t>>> priced;  // a match and its mirror price alike
-        for (std::size_t ri = 0; ri < rules.size() && !out_of_time(); ++ri) {
+        std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> candidates;
+        index.for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
+            if (rules[ri].src_out.size() > 1 && (!only || *only == ri)) candidates.emplace_back(ri, std::vector(anchors.begin(), anchors.end()));
+            return true;
+        });
+        for (const auto& [ri, anchors] : candidates) {
+            if (out_of_time()) break;
             const rewrite::rule& r = rules[ri];
-            if (r.src_out.size() < 2 || (only && *only != ri)) continue;
-            for (const auto& m : rewrite::find_matches(ix, r)) {
+            for (const auto& m : rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors)) {
                 if (out_of_time()) break;
                 if (!all_leaves(leaf, m)) continue;
                 std::vector<std::int32_t> nodes = m.nodes;

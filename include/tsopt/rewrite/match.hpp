@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tsopt/core/graph.hpp"
@@ -135,21 +136,28 @@ namespace tsopt::rewrite {
 
 // Calls f(const match&) for every match of r in the indexed graph, in a
 // deterministic order; f returns false to stop early. Returns the number of
-// matches reported.
+// matches reported. `anchors`, when given, are the only graph nodes the
+// pattern's last node is matched to (rule_index: the nodes whose operator,
+// parameters and inputs agree with it), in the order to try them.
 template <class F>
-std::size_t for_each_match(const graph_index& ix, const rule& r, F&& f) {
-    detail::matcher<F> m(ix, r, f);
+std::size_t for_each_match(const graph_index& ix, const rule& r, F&& f,
+                           std::optional<std::span<const std::int32_t>> anchors = std::nullopt) {
+    detail::matcher<F> m(ix, r, f, anchors);
     return m.run();
 }
 
 inline std::vector<match> find_matches(const graph_index& ix, const rule& r,
-                                       std::size_t limit = std::numeric_limits<std::size_t>::max()) {
+                                       std::size_t limit = std::numeric_limits<std::size_t>::max(),
+                                       std::optional<std::span<const std::int32_t>> anchors = std::nullopt) {
     std::vector<match> out;
     if (limit == 0) return out;
-    for_each_match(ix, r, [&](const match& m) {
-        out.push_back(m);
-        return out.size() < limit;
-    });
+    for_each_match(
+        ix, r,
+        [&](const match& m) {
+            out.push_back(m);
+            return out.size() < limit;
+        },
+        anchors);
     return out;
 }
 inline std::vector<match> find_matches(const graph& g, const rule& r,

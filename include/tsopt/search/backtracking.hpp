@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <random>
@@ -37,6 +38,7 @@
 #include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/layout.hpp"
 #include "tsopt/rewrite/preprocess.hpp"
+#include "tsopt/rewrite/rule_index.hpp"
 
 namespace tsopt::search {
 
@@ -141,6 +143,8 @@ public:
         };
         rewrite::fold_cache cache;
         std::mt19937_64 rng(seed_);
+        // Per expansion only the rules whose root can match some node are tried.
+        const rewrite::rule_index index(rules_);
 
         struct step { std::int64_t parent; int rule; };  // rule: index, -1 start, -2 layout move
         std::vector<step> history{{-1, -1}};
@@ -239,10 +243,11 @@ public:
             // Checked per match, not only per rule: on a whole model one rule
             // can match hundreds of times, each a full graph copy to price,
             // and that overran a 30 s budget by 2 s.
-            for (std::size_t ri = 0; ri < rules_.size() && !out_of_time(); ++ri) {
+            index.for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
+                if (out_of_time()) return false;
                 const rewrite::rule& r = rules_[ri];
                 std::vector<rewrite::match> ms;
-                timed([&] { ms = rewrite::find_matches(ix, r); });
+                timed([&] { ms = rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors); });
                 for (const auto& m : ms) {
                     if (out_of_time()) break;
                     timed([&] {
@@ -255,7 +260,8 @@ public:
                             consider(layouts_ ? rewrite::explicit_conversions(std::move(o)) : std::move(o), hist, static_cast<int>(ri));
                     });
                 }
-            }
+                return true;
+            });
             if (layouts_ && !out_of_time()) {
                 std::vector<graph> moves;
                 timed([&] { moves = rewrite::layout_moves(g); });

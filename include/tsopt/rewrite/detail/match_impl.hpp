@@ -12,6 +12,8 @@
 //   scan       - otherwise every graph node of the operator kind (index).
 // The first step is always the pattern's last node (its root).
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,7 +68,8 @@ inline int param_var_count(const rule& r) {
 template <class F>
 class matcher {
 public:
-    matcher(const graph_index& ix, const rule& r, F& f) : ix_(ix), g_(ix.g()), r_(r), f_(f) {}
+    matcher(const graph_index& ix, const rule& r, F& f, std::optional<std::span<const std::int32_t>> anchors = std::nullopt)
+        : ix_(ix), g_(ix.g()), r_(r), f_(f), anchors_(anchors) {}
 
     std::size_t run() {
         const std::size_t P = r_.src.size();
@@ -167,10 +170,14 @@ private:
                         if (!attempt(cn)) return false;
                 return true;
             }
-            case mode::scan:
-                for (std::int32_t cn : ix_.of_kind(p.op))
+            case mode::scan: {
+                // The first step is the pattern's last node (plan()), the one
+                // a rule_index picks candidates for.
+                auto cands = i == 0 && anchors_ ? *anchors_ : std::span<const std::int32_t>(ix_.of_kind(p.op));
+                for (std::int32_t cn : cands)
                     if (!attempt(cn)) return false;
                 return true;
+            }
         }
         return true;
     }
@@ -262,6 +269,7 @@ private:
     const graph& g_;
     const rule& r_;
     F& f_;
+    std::optional<std::span<const std::int32_t>> anchors_;
     match m_;
     std::vector<char> used_;
     std::vector<std::vector<pcons>> pcons_;
