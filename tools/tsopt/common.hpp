@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <iomanip>
 #include <map>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include "tsopt/onnx.hpp"
 
 #include "../../examples/rules.hpp"
+#include "tsopt/rules/load.hpp"
 #include "cli.hpp"
 
 namespace tsopt::cli {
@@ -189,20 +192,51 @@ inline bool generated_rules_proven() {
     return true;
 }
 
-// --rules axioms|generated|all; default: axiom-derived plus the generated
-// tables when they are proven.
-inline examples::rule_source rule_source_from(const args& a) {
-    if (!a.has("--rules")) return generated_rules_proven() ? examples::rule_source::all : examples::rule_source::axioms;
-    std::string v = a.one_of("--rules", "", {"axioms", "generated", "all"});
-    return examples::parse_rule_source(v);
-}
-inline std::string rule_source_text(examples::rule_source s) {
-    switch (s) {
-        case examples::rule_source::axioms: return "axiom-derived";
-        case examples::rule_source::generated: return "generated";
-        default: return "axiom-derived + generated";
+// --rules axioms|generated|all|FILE: a built-in set, or a rule listing
+// written by tsopt-gen (rules::load_listing re-checks its provenance).
+// Default: axiom-derived plus the generated tables when they are proven.
+class chosen_rules {
+public:
+    explicit chosen_rules(const args& a) {
+        const std::string v = a.str("--rules");
+        if (v.empty() || v == "axioms" || v == "generated" || v == "all") {
+            source_ = v.empty() ? (generated_rules_proven() ? examples::rule_source::all : examples::rule_source::axioms)
+                                : examples::parse_rule_source(v);
+            built_ = std::make_unique<examples::example_rules>(source_);
+            return;
+        }
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(v, ec))
+            throw usage_error("--rules: expected axioms, generated, all or a rule listing file, got '" + v +
+                              "' (no such file)");
+        try {
+            loaded_ = std::make_unique<rules::loaded_rules>(rules::load_listing(v));
+        } catch (const failure&) {
+            throw;
+        } catch (const error& e) {
+            // A listing that does not parse or is not proven is bad input.
+            throw input_error(std::string("--rules: ") + e.what());
+        }
     }
-}
+    std::span<const rewrite::rule> rules() const { return built_ ? built_->rules() : loaded_->rules(); }
+    std::string text() const {
+        if (loaded_) return "from " + loaded_->source();
+        switch (source_) {
+            case examples::rule_source::axioms: return "axiom-derived";
+            case examples::rule_source::generated: return "generated";
+            default: return "axiom-derived + generated";
+        }
+    }
+    // A built-in set: which one.
+    std::optional<examples::rule_source> built_in() const {
+        return built_ ? std::optional(source_) : std::nullopt;
+    }
+
+private:
+    examples::rule_source source_ = examples::rule_source::axioms;
+    std::unique_ptr<examples::example_rules> built_;
+    std::unique_ptr<rules::loaded_rules> loaded_;
+};
 
 // ---- output files ----------------------------------------------------------
 

@@ -41,8 +41,10 @@ const std::string_view optimize_help =
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
     "  --dot DIR               write DIR/before.dot and DIR/after.dot (+ .svg with Graphviz): costs on\n"
     "                          the nodes, rewritten regions highlighted\n"
-    "  --rules SET             axioms | generated | all (default: axiom-derived, plus the generated\n"
-    "                          tables once they are proven; `tsopt rules` lists them)\n"
+    "  --rules SET|FILE        axioms | generated | all (default: axiom-derived, plus the generated\n"
+    "                          tables once they are proven; `tsopt rules` lists them), or a rule\n"
+    "                          listing written by tsopt-gen --listing (its spec hash and every\n"
+    "                          rule's proof record are checked before use)\n"
     "  --top-k K               candidates timed end to end besides the original (default 4)\n"
     "  --reps N                timing rounds per candidate (default 20)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
@@ -65,7 +67,6 @@ struct settings {
     std::uint64_t seed = 1;
     std::size_t max_constant_bytes = 0;  // 0: optimize's default for the model
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-    examples::rule_source rules = examples::rule_source::axioms;
     onnx::import_options import;
 };
 
@@ -286,7 +287,6 @@ int optimize_command(int argc, char** argv, int first) {
     s.max_constant_bytes = static_cast<std::size_t>(a.integer("--max-constant-mib", 0, 1, std::int64_t(1) << 30)) << 20;
     s.report = a.str("--report");
     s.dot = a.str("--dot");
-    s.rules = rule_source_from(a);
     s.import = import_options_from(a);
 
     // Fail on an unwritable or clashing destination before the search, not
@@ -309,10 +309,11 @@ int optimize_command(int argc, char** argv, int first) {
     }
     check_distinct(files);
 
+    // A bad listing is refused before the model is read.
+    chosen_rules rules(a);
     progress prog;
     auto model = load_model(s.in, s.import);
     const graph& g = model.graph;
-    examples::example_rules rules(s.rules);
 
     outcome o;
     std::shared_ptr<void> device;  // keeps the device backend alive for verification and pictures
@@ -392,7 +393,7 @@ int optimize_command(int argc, char** argv, int first) {
         << "  model: " << g.op_count() << " operators (" << opaque << " opaque), inputs";
     for (value v : g.inputs()) out << " " << g.at(v).name << " " << g.shape_of(v).str();
     out << "\n  backend: " << s.backend << ", cost model " << o.cost_model << "; " << rules.rules().size() << " rules ("
-        << rule_source_text(s.rules) << "); budget " << s.budget << " s, alpha " << s.alpha << "\n\n";
+        << rules.text() << "); budget " << s.budget << " s, alpha " << s.alpha << "\n\n";
     auto row = [&](const char* name, std::optional<double> x, std::optional<double> y, int prec) {
         out << "  " << std::left << std::setw(30) << name << std::right << std::fixed << std::setprecision(prec);
         if (x) out << std::setw(12) << *x;
@@ -494,7 +495,7 @@ int optimize_command(int argc, char** argv, int first) {
             .raw("output", agree ? json_string(s.out) : "null")
             .str("backend", s.backend)
             .str("cost_model", o.cost_model)
-            .str("rules", rule_source_text(s.rules))
+            .str("rules", rules.text())
             .num("rule_count", static_cast<double>(rules.rules().size()))
             .raw("before", metrics_json(before, g.op_count(), o.ms_before, o.cost_before, g))
             .raw("after", metrics_json(after, o.chosen.op_count(), o.ms_after, o.cost_after, o.chosen))

@@ -8,7 +8,7 @@
 namespace tsopt::cli {
 
 const std::string_view rules_help =
-    "usage: tsopt rules [--filter SUBSTR] [--op NAME] [--rules axioms|generated|all] [--count]\n"
+    "usage: tsopt rules [--filter SUBSTR] [--op NAME] [--rules axioms|generated|all|FILE] [--count]\n"
     "\n"
     "Lists the rewrite rules built into this binary: name, rule text (source => target) and\n"
     "provenance (the axiom it comes from, validated in Z3, or how the generator found and proved it).\n"
@@ -18,7 +18,8 @@ const std::string_view rules_help =
     "  --op NAME          only rules whose source or target uses operator NAME (e.g. conv2d)\n"
     "  --rules SET        axioms: the axiom-derived rules; generated: the generator's tables;\n"
     "                     all: both (default: axiom-derived, plus the generated tables once\n"
-    "                     they are proven)\n"
+    "                     they are proven); FILE: a listing written by tsopt-gen --listing,\n"
+    "                     checked as tsopt optimize --rules FILE checks it\n"
     "  --count            print the number of matching rules only\n"
     "  -h, --help         this text\n";
 
@@ -36,8 +37,7 @@ int rules_command(int argc, char** argv, int first) {
             throw usage_error("--op: no operator named '" + a.str("--op") + "'; operators: " + names);
         }
     }
-    auto source = rule_source_from(a);
-    examples::example_rules rules(source);
+    chosen_rules rules(a);
     auto uses = [&](const rewrite::rule& r) {
         for (auto side : {r.src, r.dst})
             for (const auto& n : side)
@@ -54,8 +54,8 @@ int rules_command(int argc, char** argv, int first) {
     }
     if (a.flag("--count")) std::cout << count << "\n";
     else
-        std::cout << count << " of " << rules.rules().size() << " rules (" << rule_source_text(source) << ")"
-                  << (source == examples::rule_source::axioms && !generated_rules_proven()
+        std::cout << count << " of " << rules.rules().size() << " rules (" << rules.text() << ")"
+                  << (rules.built_in() == examples::rule_source::axioms && !generated_rules_proven()
                           ? "; the generator's " + std::to_string(tsopt::rules::generated().size()) +
                                 " tables are not proven yet (--rules all lists them)"
                           : std::string())

@@ -1,0 +1,78 @@
+#pragma once
+// The hash of the operator declarations and axioms: the version of the
+// operator set a rule was proven against. tsopt-gen writes it into every
+// listing and header it emits ("# spec-hash:", generated_spec_hash); a
+// loader compares it with this binary's (rules/load.hpp), so rules proven
+// against another operator set are refused.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tsopt/spec/axioms.hpp"
+#include "tsopt/spec/registry.hpp"
+
+namespace tsopt::spec {
+
+namespace hash_detail {
+struct fnv {
+    std::uint64_t h = 1469598103934665603ull;
+    void bytes(const void* p, std::size_t n) {
+        auto* c = static_cast<const unsigned char*>(p);
+        for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+    }
+    void str(std::string_view s) { num(s.size()); bytes(s.data(), s.size()); }
+    void num(std::int64_t v) { bytes(&v, sizeof v); }
+    void ref(const spec::value_ref& r) { num(r.index); num(r.output); num(r.is_var); }
+    void node(const spec::pattern_node& n) {
+        num(static_cast<int>(n.op));
+        num(n.num_inputs);
+        for (auto& r : n.inputs) ref(r);
+        for (auto& p : n.params) { num(static_cast<int>(p.k)); num(p.dim); ref(p.of); num(p.value); }
+    }
+};
+inline std::string hex(std::uint64_t v, int digits = 16) {
+    static const char* d = "0123456789abcdef";
+    std::string s(static_cast<std::size_t>(digits), '0');
+    for (int i = digits - 1; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = d[v & 15];
+    return s;
+}
+
+}  // namespace hash_detail
+
+inline std::string spec_hash() {
+    using hash_detail::fnv;
+    using hash_detail::hex;
+    fnv f;
+    for (const spec::op_decl* d : spec::operators) {
+        f.num(static_cast<int>(d->kind));
+        f.str(d->name);
+        f.str(d->math);
+        f.num(d->min_inputs); f.num(d->max_inputs); f.num(d->num_outputs);
+        f.num(d->num_params);
+        for (int i = 0; i < d->num_params; ++i) {
+            const auto& p = d->params[static_cast<std::size_t>(i)];
+            f.str(p.name);
+            f.num(p.fallback);
+            f.num(static_cast<std::int64_t>(p.domain.size()));
+            for (auto v : p.domain) f.num(v);
+        }
+        f.num(static_cast<int>(d->cls)); f.num(d->multilinear); f.num(d->generated);
+    }
+    for (const spec::axiom& a : spec::all_axioms) {
+        f.str(a.name);
+        for (const spec::expr* e : {&a.eq.lhs, &a.eq.rhs}) {
+            f.num(e->size);
+            for (int i = 0; i < e->size; ++i) f.node(e->nodes[static_cast<std::size_t>(i)]);
+            f.ref(e->root);
+        }
+        f.num(a.num_where);
+        for (int i = 0; i < a.num_where; ++i) {
+            const auto& c = a.where[static_cast<std::size_t>(i)];
+            f.num(static_cast<int>(c.r));
+            for (auto* t : {&c.a, &c.b}) { f.num(static_cast<int>(t->k)); f.num(t->dim); f.ref(t->of); f.num(t->value); }
+        }
+    }
+    return hex(f.h);
+}
+
+}  // namespace tsopt::spec
