@@ -154,7 +154,8 @@ std::string run_result::summary_text() const {
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
-    s << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
+    s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
+      << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
       << "candidates not proven (listed, never emitted): " << not_proven.size() << "\n";
     for (auto& p : phases) s << "phase " << p.name << ": " << seconds_text(p.seconds) << " s, peak " << p.peak_kib / 1024 << " MiB\n";
     return s.str();
@@ -180,6 +181,7 @@ std::string run_result::summary_json() const {
       << "  \"rlimit\": " << rlimit << ",\n  \"proven_transposed\": " << proven_transposed << ",\n  \"derived_after_z3\": " << derived_after_z3 << ",\n"
       << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
       << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
+      << "  \"disconnected_sources\": " << disconnected_sources << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
     for (std::size_t i = 0; i < phases.size(); ++i)
         s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
@@ -538,6 +540,12 @@ run_result run(const run_config& c) {
                 r.not_proven.push_back(std::move(er));
             }
     }
+    for (auto* m : {&by_z3, &by_derivation})
+        std::erase_if(*m, [&](const auto& e) {
+            if (source_connected(e.second.r)) return false;
+            ++r.disconnected_sources;
+            return true;
+        });
     std::uint64_t n_z3_rules = by_z3.size(), n_derived_rules = 0;
     for (auto& [text, er] : by_z3) r.rules.push_back(std::move(er));
     for (auto& [text, er] : by_derivation) {

@@ -397,6 +397,9 @@ struct run_result {
     std::vector<emitted_rule> derived_rules;  // named derived candidates (emitted only with emit_derived)
     std::vector<std::string> unproven_listing;  // "verdict: NAME: src => dst  (detail)"; never emitted as rules
     std::vector<emitted_rule> rules;      // Z3-proven: the header and rules.txt
+    // Proven rules left out because their source is a multi-output pattern
+    // whose outputs share no tensor or node (source_connected).
+    std::uint64_t disconnected_sources = 0;
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
     double max_proof_seconds = 0;         // slowest successful proof
     // Proofs that spent over half the rlimit (without an rlimit: over half
@@ -416,5 +419,13 @@ struct run_result {
 };
 bool verifier_available();
 run_result run(const run_config& c);
+
+// Whether a rule's source is one connected pattern: its nodes linked through
+// the tensor variables and nodes they read. A multi-output source whose
+// outputs share nothing ((relu ?x), (relu ?y)) matches every pair of such
+// operators in a model, quadratically many, and is no local rewrite; TASO's
+// multi-output rules all fuse operators that share an input. The generator
+// proves such rules (they help derive others) but does not emit them.
+bool source_connected(const io::listed_rule& r);
 
 }  // namespace tsopt::gen

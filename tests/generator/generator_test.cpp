@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gen.hpp"
+#include "tsopt/rules/generated_rules.hpp"
 #include "tsopt/io/rule_listing.hpp"
 
 using namespace tsopt;
@@ -153,6 +154,22 @@ TEST_CASE("TASO Figure 2b: two matmuls sharing an input fuse via concat and spli
                       {{"a", shape{4, 4}, role::matrix}, {"b", shape{4, 4}, role::matrix}, {"c", shape{4, 4}, role::matrix}});
     CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::concat, op_kind::matmul, op_kind::split}));
     CHECK(has_rule(r, {op_kind::matmul, op_kind::matmul}, {op_kind::matmul, op_kind::matmul}));  // associativity
+}
+
+TEST_CASE("rules whose multi-output source shares nothing are not emitted: connected sources only") {
+    auto rule = [](const char* text) { return io::parse_rule_line(text, "test"); };
+    // Two relus of unrelated tensors: matches every pair of relus in a model.
+    CHECK_FALSE(source_connected(rule("r: (tuple (relu ?x) (relu ?y)) => (tuple (split.0{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y))) "
+                                      "(split.1{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y))))")));
+    // TASO's fusions share an input; split halves share their split; one output is one pattern.
+    CHECK(source_connected(rule("r: (tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z))")));
+    CHECK(source_connected(rule("r: (tuple (split.0{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y)) (split.1{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y))) => (tuple ?x ?y)")));
+    CHECK(source_connected(rule("r: (relu (relu ?x)) => (relu ?x)")));
+    // The committed table holds none.
+    for (const auto& r : tsopt::rules::generated()) {
+        auto l = rule((std::string(r.name) + ": " + std::string(r.text)).c_str());
+        CHECK_MESSAGE(source_connected(l), r.name);
+    }
 }
 
 TEST_CASE("TASO's disciplines: representative parameters and distinct operands shrink the enumeration") {
