@@ -303,9 +303,27 @@ struct leaf_result {
 template <class Cost>
 leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cost& model,
                        std::chrono::steady_clock::time_point deadline, const rewrite::apply_options& ao) {
+    // Only multi-output rules with a match over leaves can start a run (any
+    // other applies nothing first): found once through the index, not by one
+    // run per rule, which a generated set of thousands of such rules makes slow.
     std::vector<std::optional<std::size_t>> firsts{std::nullopt};
-    for (std::size_t ri = 0; ri < rules.size(); ++ri)
-        if (rules[ri].src_out.size() > 1) firsts.push_back(ri);
+    {
+        const auto leaf = leaf_values(g);
+        rewrite::graph_index ix(g);
+        rewrite::rule_index(rules).for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
+            if (rules[ri].src_out.size() < 2) return true;
+            rewrite::for_each_match(
+                ix, rules[ri],
+                [&](const rewrite::match& m) {
+                    for (value v : m.tensors)
+                        if (v.node >= 0 && !leaf[static_cast<std::size_t>(v.node)]) return true;
+                    firsts.push_back(ri);
+                    return false;
+                },
+                anchors);
+            return true;
+        });
+    }
     struct run { double cost; std::uint64_t hash; leaf_result r; };
     std::vector<run> runs;
     for (auto first : firsts) {
