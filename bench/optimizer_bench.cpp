@@ -12,12 +12,18 @@
 //     costs shown apart.
 // usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N]
 //                        [--small-budget S] [--no-exhaustive | --only-small] [--no-layouts]
+//                        [--rules FILE]
+// --rules FILE: part 1 also optimizes each model with the rules of a
+// tsopt-gen listing (loaded and checked as tsopt optimize --rules FILE does)
+// within the same budget, and prints its cost beside the built-in set's
+// (issue #19: a generated set must find graphs at least as cheap).
 // --no-layouts: both searches without layout moves (NCHW/NHWC, column-major
 // matmuls); the spaces of the convolutional models' parts then become finite
 // within the budget, so more parts have a known optimum to compare with.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -26,6 +32,7 @@
 #include "../examples/rules.hpp"
 #include "tsopt/cost/analytical.hpp"
 #include "tsopt/optimize.hpp"
+#include "tsopt/rules/load.hpp"
 #include "tsopt/zoo/zoo.hpp"
 
 using namespace tsopt;
@@ -57,7 +64,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     const char* usage =
         "usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N] [--small-budget S] "
-        "[--no-exhaustive | --only-small] [--no-layouts]\n";
+        "[--no-exhaustive | --only-small] [--no-layouts] [--rules FILE]\n";
+    std::string listing;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -71,6 +79,7 @@ int main(int argc, char** argv) {
             else if (a == "--no-exhaustive") exhaustive = false;
             else if (a == "--only-small") full_size = false;
             else if (a == "--no-layouts") layouts = false;
+            else if (a == "--rules") listing = next();
             else if (a == "--models") {
                 std::stringstream ss(next());
                 for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
@@ -95,19 +104,40 @@ int main(int argc, char** argv) {
     cost::analytical model;
     std::printf("rules: %zu (axiom-derived + generated, all proven/validated)\n", rules.rules().size());
 
+    std::unique_ptr<rules::loaded_rules> listed;
+    if (!listing.empty()) {
+        try {
+            listed = std::make_unique<rules::loaded_rules>(rules::load_listing(listing));
+        } catch (const error& e) {
+            std::cerr << "optimizer_bench: --rules: " << e.what() << "\n";
+            return 1;
+        }
+        std::printf("listing: %zu rules from %s\n", listed->rules().size(), listing.c_str());
+    }
+
     if (full_size) {
         std::printf("\nfull size, search budget %.0f s (target: under 30 s per model)\n", budget);
-        std::printf("%-14s %6s %6s %12s %12s %7s %9s  %s\n", "model", "ops", "ops'", "cost ms", "cost' ms", "ratio",
+        std::printf("%-14s %6s %6s %12s %12s %7s %9s  %-16s", "model", "ops", "ops'", "cost ms", "cost' ms", "ratio",
                     "search s", "stopped");
+        if (listed) std::printf(" %12s %9s %10s", "listing ms", "search s", "vs built-in");
+        std::printf("\n");
         for (const auto& n : names) {
             graph g = zoo::build(n, {});
             auto t0 = steady_clock::now();
             auto r = optimize(g, rules.rules(), model, {.budget = duration<double>(budget), .layouts = layouts});
             double secs = duration<double>(steady_clock::now() - t0).count();
-            std::printf("%-14s %6zu %6zu %12.3f %12.3f %6.3fx %9.1f  %s\n", n.c_str(), g.op_count(),
+            std::printf("%-14s %6zu %6zu %12.3f %12.3f %6.3fx %9.1f  %-16s", n.c_str(), g.op_count(),
                         r.optimized.op_count(), r.report.cost_before, r.report.cost_after,
                         r.report.cost_before / r.report.cost_after, secs,
                         std::string(search::to_string(r.report.stopped)).c_str());
+            if (listed) {
+                t0 = steady_clock::now();
+                auto l = optimize(g, listed->rules(), model, {.budget = duration<double>(budget), .layouts = layouts});
+                secs = duration<double>(steady_clock::now() - t0).count();
+                // > 1: the listing's graph is cheaper than the built-in set's.
+                std::printf(" %12.3f %9.1f %9.3fx", l.report.cost_after, secs, r.report.cost_after / l.report.cost_after);
+            }
+            std::printf("\n");
             std::fflush(stdout);
         }
     }
