@@ -104,6 +104,9 @@ check("optimize --rules without spec hash", ["optimize", DEMO, "-o", w("nh.onnx"
                                             "--rules", w("no_hash.txt")], 2, stderr_has=["spec-hash"])
 check("optimize --rules missing file", ["optimize", DEMO, "-o", w("nf.onnx"), "--rules", w("absent.txt")], 1,
       stderr_has=["no such file"])
+shutil.copy(listing, w("listing_copy.txt"))  # a copy: were the check missing, the source tree's would be overwritten
+check("optimize -o over the --rules listing", ["optimize", DEMO, "-o", w("listing_copy.txt"), "--backend", "analytic",
+                                               "--rules", w("listing_copy.txt")], 1, stderr_has=["--rules listing", "same file"])
 check("optimize --rules FILE", ["optimize", DEMO, "-o", w("listing.onnx"), "--backend", "analytic", "--budget", "2",
                                 "--rules", listing], 0, stdout_has=["rules (from " + listing, "equal", "wrote"])
 

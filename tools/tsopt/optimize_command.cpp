@@ -294,6 +294,8 @@ int optimize_command(int argc, char** argv, int first) {
     check_output_file("-o", s.out);
     if (!s.report.empty()) check_output_file("--report", s.report);
     std::vector<std::pair<std::string, std::string>> files{{"the input", s.in}, {"-o", s.out}, {"--report", s.report}};
+    if (const std::string r = a.str("--rules"); r != "axioms" && r != "generated" && r != "all")
+        files.emplace_back("the --rules listing", r);  // read, never overwritten
     if (!s.dot.empty()) {
         namespace fs = std::filesystem;
         std::error_code ec;
