@@ -91,9 +91,7 @@ public:
         return count;
     }
 
-    // Rules whose root operator, arity and fixed parameters/inputs can
-    // never agree with a node are never tried; how many keys the set has
-    // (a measure of how well it spreads).
+    // Distinct keys over the set: how finely the index splits it.
     std::size_t keys() const {
         std::size_t n = 0;
         for (const auto& groups : by_kind_)
