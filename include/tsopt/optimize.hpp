@@ -144,10 +144,10 @@ inline void merge_report(optimize_report& into, const search::report& r) {
 }
 
 // Capacities for the partitioner: per node, the rule matches a cut there breaks.
-inline std::vector<double> match_capacity(const graph& g, std::span<const rewrite::rule> rules) {
+inline std::vector<double> match_capacity(const graph& g, const rewrite::rule_index& index) {
     rewrite::graph_index ix(g);
     std::vector<std::vector<std::size_t>> sets;
-    rewrite::rule_index(rules).for_each_match(ix, [&](std::size_t, const rewrite::match& m) {
+    index.for_each_match(ix, [&](std::size_t, const rewrite::match& m) {
         sets.emplace_back(m.nodes.begin(), m.nodes.end());
         return sets.size() < 200'000;
     });
@@ -191,10 +191,11 @@ inline std::vector<char> leaf_values(const graph& g) {
 // `only`: a rule index to restrict to (others skipped). Returns the number
 // of rule applications kept (`uses` counts them by rule name).
 template <class Cost>
-std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, Cost& model,
+std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost& model,
                                std::chrono::steady_clock::time_point deadline, std::size_t max_steps,
                                std::map<std::string, int>& uses, const rewrite::apply_options& ao,
                                std::optional<std::size_t> only = std::nullopt) {
+    const auto rules = index.rules();
     rewrite::fold_cache cache;
     double cost = static_cast<double>(model.graph_cost(g));
     std::size_t kept = 0;
@@ -225,7 +226,6 @@ std::size_t apply_leaf_matches(graph& g, std::span<const rewrite::rule> rules, C
         }
         return names;
     };
-    const rewrite::rule_index index(rules);
     while (kept < max_steps && !out_of_time()) {
         const auto leaf = leaf_values(g);
         rewrite::graph_index ix(g);
@@ -301,8 +301,9 @@ struct leaf_result {
     std::vector<graph> others;
 };
 template <class Cost>
-leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cost& model,
+leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& model,
                        std::chrono::steady_clock::time_point deadline, const rewrite::apply_options& ao) {
+    const auto rules = index.rules();
     // Only multi-output rules with a match over leaves can start a run (any
     // other applies nothing first): found once through the index, not by one
     // run per rule, which a generated set of thousands of such rules makes slow.
@@ -310,7 +311,7 @@ leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cos
     {
         const auto leaf = leaf_values(g);
         rewrite::graph_index ix(g);
-        rewrite::rule_index(rules).for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
+        index.for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
             if (rules[ri].src_out.size() < 2) return true;
             rewrite::for_each_match(
                 ix, rules[ri],
@@ -330,10 +331,10 @@ leaf_result leaf_phase(const graph& g, std::span<const rewrite::rule> rules, Cos
         if (std::chrono::steady_clock::now() > deadline) break;
         leaf_result r{g, 0, {}, {}};
         if (first) {
-            r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, ao, first);
+            r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, ao, first);
             if (r.applied == 0) continue;  // the rule has no leaf match that pays
         }
-        r.applied += apply_leaf_matches(r.best, rules, model, deadline, g.op_count(), r.uses, ao);
+        r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, ao);
         if (r.applied == 0) continue;
         const std::uint64_t h = r.best.structural_hash();
         bool seen = false;
@@ -371,9 +372,11 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     const graph preprocessed = o.top_k > 1 ? g : graph{};
     res.report.max_constant_bytes = o.max_constant_bytes ? o.max_constant_bytes : default_max_constant_bytes(input);
 
+    // One index for every search, part and phase of this call.
+    const rewrite::rule_index index(rules);
     auto searcher = [&](std::size_t expansions, std::chrono::duration<double> budget, std::size_t top_k) {
         return search::backtracking{}
-            .rules(rules)
+            .rules(index)
             .alpha(o.alpha)
             .budget(budget)
             .max_expansions(expansions)
@@ -400,7 +403,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             if (o.leaf_matches) {
                 const auto deadline =
                     started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget * o.leaf_share);
-                auto leaf = detail::leaf_phase(g, rules, model, deadline,
+                auto leaf = detail::leaf_phase(g, index, model, deadline,
                                                {.max_constant_bytes = res.report.max_constant_bytes,
                                                 .oversized_constants = &res.report.oversized_constants});
                 if (leaf.applied > 0) {
@@ -415,7 +418,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 res.report.leaf_time += std::chrono::steady_clock::now() - started;
                 for (const auto& [name, k] : leaf.uses) res.report.rule_uses[name] += k;
             }
-            auto parts = search::partition(g, detail::match_capacity(g, rules), {.max_part_ops = o.partition_threshold});
+            auto parts = search::partition(g, detail::match_capacity(g, index), {.max_part_ops = o.partition_threshold});
             std::vector<search::subgraph> subs;
             std::size_t nparts = 0;
             for (const auto& p : parts.parts) {

@@ -10,8 +10,9 @@
 //
 // The key of a rule is its root's (the source pattern's last node, where the
 // matcher anchors) operator, arity and constant parameters, and the operator,
-// output and constant parameters of every root input that is a pattern node. A graph node is offered
-// to a rule only when its own values agree on every position the rule fixes;
+// output and constant parameters of every root input that is a pattern node.
+// A graph node is offered to a rule only when its own values agree on every
+// position the rule fixes;
 // the matcher then checks everything as before. The same matches come out, in
 // the same order (rules in set order, anchors in node order), as matching
 // every rule over the whole graph: the index only skips rules that cannot
@@ -36,7 +37,6 @@ static_assert(index_input_bit(spec::max_inputs - 1) + spec::max_params < 64);
 
 class rule_index {
 public:
-    rule_index() = default;
     explicit rule_index(std::span<const rule> rules) : rules_(rules) {
         for (std::size_t i = 0; i < rules.size(); ++i) {
             const rule& r = rules[i];

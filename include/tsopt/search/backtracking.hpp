@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <set>
@@ -94,7 +95,10 @@ struct result {
 
 class backtracking {
 public:
-    backtracking& rules(std::span<const rewrite::rule> r) { rules_ = r; return *this; }
+    backtracking& rules(std::span<const rewrite::rule> r) { rules_ = r; index_ = nullptr; return *this; }
+    // The rules of an index built once by the caller (optimize searches many
+    // parts with one set); it must outlive run().
+    backtracking& rules(const rewrite::rule_index& index) { rules_ = index.rules(); index_ = &index; return *this; }
     // Relaxation: enqueue a candidate whose cost is below alpha * best (>= 1).
     backtracking& alpha(double a) {
         if (!(a >= 1.0)) throw error("search: alpha must be >= 1, got " + std::to_string(a));
@@ -144,7 +148,8 @@ public:
         rewrite::fold_cache cache;
         std::mt19937_64 rng(seed_);
         // Per expansion only the rules whose root can match some node are tried.
-        const rewrite::rule_index index(rules_);
+        std::optional<rewrite::rule_index> own_index;
+        const rewrite::rule_index& index = index_ ? *index_ : own_index.emplace(rules_);
 
         struct step { std::int64_t parent; int rule; };  // rule: index, -1 start, -2 layout move
         std::vector<step> history{{-1, -1}};
@@ -285,6 +290,7 @@ public:
 
 private:
     std::span<const rewrite::rule> rules_{};
+    const rewrite::rule_index* index_ = nullptr;
     double alpha_ = 1.05;
     std::chrono::duration<double> budget_{std::chrono::seconds(30)};
     std::size_t max_expansions_ = 100'000;
