@@ -99,7 +99,8 @@ void rule_base::add(const io::listed_rule& r) {
                 if (n.op == spec::op_kind::split && i == spec::split_p::at) continue;  // not encoded (its concat's)
                 const auto& t = n.params[static_cast<std::size_t>(i)];
                 const auto& dom = d.params[static_cast<std::size_t>(i)].domain;
-                if (t.k != spec::param_term::kind::variable || dom.empty()) continue;
+                if (t.k != spec::param_term::kind::variable || dom.empty() || d.params[static_cast<std::size_t>(i)].any_value)
+                    continue;
                 auto v = static_cast<std::size_t>(t.value);
                 if (v >= s->domains.size()) continue;
                 std::vector<std::int32_t> sd(dom.begin(), dom.end());

@@ -22,6 +22,20 @@
 
 namespace tsopt::gen {
 
+#ifdef TSOPT_GEN_HAVE_VERIFIER
+namespace {
+// A verifier with the run's proof base and limits (one per thread).
+verifier make_verifier(const run_config& c) {
+    verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
+    v.limit_instances(c.max_instances);
+    v.use_mbqi(c.mbqi);
+    v.reuse_solver(c.reuse_solver);
+    v.try_transposed(c.try_transposed);
+    return v;
+}
+}  // namespace
+#endif
+
 bool verifier_available() {
 #ifdef TSOPT_GEN_HAVE_VERIFIER
     return true;
@@ -155,6 +169,8 @@ std::string run_result::summary_text() const {
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
+      << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
+      << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
       << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
       << "candidates not proven (listed, never emitted): " << not_proven.size() << "\n";
     for (auto& p : phases) s << "phase " << p.name << ": " << seconds_text(p.seconds) << " s, peak " << p.peak_kib / 1024 << " MiB\n";
@@ -182,6 +198,8 @@ std::string run_result::summary_json() const {
       << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
       << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
       << "  \"disconnected_sources\": " << disconnected_sources << ",\n"
+      << "  \"generalized_rules\": " << generalized_rules << ",\n  \"generalized_instances\": " << generalized_instances
+      << ",\n  \"generalize_unproven\": " << generalize_unproven << ",\n"
       << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
     for (std::size_t i = 0; i < phases.size(); ++i)
         s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
@@ -303,11 +321,7 @@ run_result run(const run_config& c) {
             for (unsigned t = 0; t < nt; ++t)
                 ts.emplace_back([&, t] {
                     try {
-                        verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
-                        v.limit_instances(c.max_instances);
-                        v.use_mbqi(c.mbqi);
-                        v.reuse_solver(c.reuse_solver);
-                        v.try_transposed(c.try_transposed);
+                        verifier v = make_verifier(c);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
                             const auto& p = fw_ok[i] ? fws[i] : bws[i];
@@ -546,6 +560,99 @@ run_result run(const run_config& c) {
             ++r.disconnected_sources;
             return true;
         });
+#ifdef TSOPT_GEN_HAVE_VERIFIER
+    if (c.generalize && r.verified && !by_z3.empty()) {
+        r.phases.push_back(rep.end(std::to_string(by_z3.size()) + " proven rules named"));
+        rep.begin("generalize");
+        std::vector<emitted_rule> proven_rules;
+        for (auto& [text, er] : by_z3) proven_rules.push_back(er);
+        // One Z3 query per group under the run's limits, dealt to threads by
+        // position and each in a fresh context (unless --reuse-solver, as in
+        // the verification): the outcome does not depend on load.
+        auto prove_groups = [&](const std::vector<generalization_group>& groups) {
+            std::vector<verify_result> res(groups.size(), verify_result{verdict::unproven, 0, {}});
+            unsigned nt = std::max(1u, std::min<unsigned>(c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency()),
+                                                          static_cast<unsigned>(groups.size())));
+            std::atomic<std::size_t> done{0};
+            std::exception_ptr failure;
+            std::mutex fm;
+            {
+                std::vector<std::jthread> ts;
+                for (unsigned t = 0; t < nt; ++t)
+                    ts.emplace_back([&, t] {
+                        try {
+                            verifier v = make_verifier(c);
+                            for (std::size_t i = t; i < groups.size(); i += nt) {
+                                const auto& g = groups[i].general;
+                                res[i] = v.prove(candidate{g.src, g.dst, g.src_out, g.dst_out});
+                                if (res[i].wall_clock)
+                                    throw error("wall-clock guard: the Z3 query for the generalized rule " + g.text + " ran " +
+                                                seconds_text(res[i].seconds) + " s, past --timeout-ms " +
+                                                std::to_string(c.timeout_ms) +
+                                                "; its verdict would depend on machine load, so no rules are written: raise "
+                                                "--timeout-ms, or lower --rlimit / --max-instances");
+                                rep.update("groups", ++done, groups.size());
+                            }
+                        } catch (...) {
+                            std::lock_guard lk(fm);
+                            if (!failure) failure = std::current_exception();
+                        }
+                    });
+            }
+            if (failure) std::rethrow_exception(failure);
+            return res;
+        };
+        std::vector<char> replaced(proven_rules.size(), 0);
+        std::map<std::string, emitted_rule> general;  // by text
+        std::set<std::string> failed;                 // generalizations Z3 did not prove
+        std::vector<std::size_t> pending(proven_rules.size());
+        for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+        for (const auto& keep : generalization_levels()) {
+            auto groups = generalization_groups(proven_rules, pending, keep);
+            std::erase_if(groups, [&](const generalization_group& g) { return failed.count(g.general.text) > 0; });
+            if (groups.empty()) continue;
+            auto res = prove_groups(groups);
+            for (std::size_t i = 0; i < groups.size(); ++i) {
+                if (res[i].v != verdict::proven) {
+                    failed.insert(groups[i].general.text);
+                    continue;
+                }
+                for (auto m : groups[i].members) replaced[m] = 1;
+                r.generalized_instances += groups[i].members.size();
+                std::string prov = by + "proven by Z3 (rlimit " + of_limit(res[i].rlimit_used) + ") over parameter variables (" +
+                                   groups[i].slots + ": any value; " + std::to_string(groups[i].members.size()) +
+                                   " enumerated instance" + (groups[i].members.size() == 1 ? "" : "s") + " replaced) against " +
+                                   std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
+                general.try_emplace(groups[i].general.text, emitted_rule{groups[i].general, prov, true});
+            }
+            std::erase_if(pending, [&](std::size_t m) { return replaced[m] != 0; });
+        }
+        r.generalize_unproven = failed.size();
+        // Names: a generalized rule whose reverse was generalized too is
+        // named as a pair, as the enumerated ones are.
+        for (auto& [text, er] : general) {
+            const io::listed_rule* rev = nullptr;
+            try {
+                auto back = io::parse_rule_line("r: " + io::format_rule_text(er.r.dst, er.r.dst_out, er.r.src, er.r.src_out),
+                                                "<generalized rule>");
+                back = io::parse_rule_line("r: " + back.text, "<generalized rule>");
+                if (auto it = general.find(back.text); it != general.end()) rev = &it->second.r;
+            } catch (const error&) {
+                // The reverse binds a variable only the target reads: one-way.
+            }
+            er.r.name = rule_pair_name(er.r, rev);
+        }
+        by_z3.clear();
+        for (std::size_t i = 0; i < proven_rules.size(); ++i)
+            if (!replaced[i]) by_z3.try_emplace(proven_rules[i].r.text, std::move(proven_rules[i]));
+        for (auto& [text, er] : general) by_z3.try_emplace(text, std::move(er));
+        r.generalized_rules = general.size();
+        r.phases.push_back(rep.end(std::to_string(r.generalized_rules) + " rules over parameter variables replace " +
+                                   std::to_string(r.generalized_instances) + " enumerated; " +
+                                   std::to_string(r.generalize_unproven) + " generalizations not proven"));
+        rep.begin("emit");
+    }
+#endif
     std::uint64_t n_z3_rules = by_z3.size(), n_derived_rules = 0;
     for (auto& [text, er] : by_z3) r.rules.push_back(std::move(er));
     for (auto& [text, er] : by_derivation) {

@@ -65,31 +65,35 @@ io::listed_rule canonical(rule_patterns p) {
 }
 }  // namespace
 
+std::string rule_pair_name(const io::listed_rule& r, const io::listed_rule* reverse) {
+    if (!reverse) return rule_name(r, "");
+    // Which direction is the "-rev" one follows from the two canonical
+    // texts alone (the larger source first, then the smaller text), not
+    // from how the candidate pair happened to be oriented: two pairs
+    // stating one rule (e.g. over other inputs, one derived and one
+    // proven) give it one name, whatever options are on.
+    bool r_first = !(reverse->src.size() > r.src.size() || (reverse->src.size() == r.src.size() && reverse->text < r.text));
+    return r_first ? rule_name(r, reverse->text) : rule_name(*reverse, r.text) + "-rev";
+}
+
 std::vector<emitted_rule> name_rules(const rule_patterns& forward, const rule_patterns& backward, bool forward_ok,
                                      bool backward_ok, const std::string& provenance, bool proven) {
     std::vector<emitted_rule> out;
     if (!forward_ok && !backward_ok) return out;
     auto f = canonical(forward_ok ? forward : backward);
     bool two_way = forward_ok && backward_ok && !backward.src.empty();
-    io::listed_rule b;
-    if (two_way) {
-        b = canonical(backward);
-        // Which direction is the "-rev" one follows from the two canonical
-        // texts alone (the larger source first, then the smaller text), not
-        // from how the candidate pair happened to be oriented: two pairs
-        // stating one rule (e.g. over other inputs, one derived and one
-        // proven) give it one name, whatever options are on.
-        bool swap = b.src.size() > f.src.size() || (b.src.size() == f.src.size() && b.text < f.text);
-        if (swap) std::swap(f, b);
+    if (!two_way) {
+        f.name = rule_pair_name(f, nullptr);
+        out.push_back({f, provenance, proven});
+        return out;
     }
     // The name hashes both directions: one source can have several targets.
-    std::string base = rule_name(f, two_way ? b.text : "");
-    f.name = base;
+    auto b = canonical(backward);
+    f.name = rule_pair_name(f, &b);
+    b.name = rule_pair_name(b, &f);
+    if (b.name.size() < f.name.size()) std::swap(f, b);  // the "-rev" one second
     out.push_back({f, provenance, proven});
-    if (two_way) {
-        b.name = base + "-rev";
-        out.push_back({b, provenance, proven});
-    }
+    out.push_back({b, provenance, proven});
     return out;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -335,6 +336,32 @@ struct emitted_rule {
 std::vector<emitted_rule> name_rules(const rule_patterns& forward, const rule_patterns& backward,
                                      bool forward_ok, bool backward_ok, const std::string& provenance, bool proven = false);
 
+// The name a rule gets beside its reverse (nullptr: none): the hash of both
+// texts, the reverse direction named "-rev" (name_rules' convention).
+std::string rule_pair_name(const io::listed_rule& r, const io::listed_rule* reverse);
+
+// ---------------------------------------------------------------- parameter variables
+// (docs/generator.md, "Rules over parameter variables").
+
+// The rule with each any_value slot name (spec::param_decl::any_value) that
+// takes one value throughout the rule, is read by its source and is not in
+// `keep` turned into one parameter variable, canonical; nullopt when no slot
+// qualifies. `slots`: the slot names generalized.
+std::optional<io::listed_rule> generalize_params(const io::listed_rule& r, std::span<const std::string_view> keep = {},
+                                                 std::string* slots = nullptr);
+// The slot names kept constant at each attempt, from none up.
+std::span<const std::vector<std::string_view>> generalization_levels();
+// The proven rules among `candidates` (indices into `rules`) grouped by their
+// generalization: each group's rule, once proven, replaces its members.
+struct generalization_group {
+    io::listed_rule general;
+    std::string slots;
+    std::vector<std::size_t> members;
+};
+std::vector<generalization_group> generalization_groups(std::span<const emitted_rule> rules,
+                                                        std::span<const std::size_t> candidates,
+                                                        std::span<const std::string_view> keep = {});
+
 // The listing of proven rules (rules.txt).
 std::string render_listing(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary);
 // Candidates that are NOT proven (verification off, failed or timed out), for
@@ -374,6 +401,10 @@ struct run_config {
     // rules it was derived from.
     bool emit_derived = false;
     bool settle_opaque = true;       // opaque_constants_refute before Z3
+    // Replace the proven instances of a rule by one rule over parameter
+    // variables where Z3 proves it (generalization_groups), within the same
+    // limits as every query.
+    bool generalize = true;
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
     // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule
@@ -400,6 +431,9 @@ struct run_result {
     // Proven rules left out because their source is a multi-output pattern
     // whose outputs share no tensor or node (source_connected).
     std::uint64_t disconnected_sources = 0;
+    // Rules over parameter variables emitted, the proven instances they
+    // replaced, and generalizations Z3 did not prove (their instances stay).
+    std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
     double max_proof_seconds = 0;         // slowest successful proof
     // Proofs that spent over half the rlimit (without an rlimit: over half

@@ -44,6 +44,9 @@ const char* usage =
     "                     Z3-proven rules it was derived from (default: counted in --summary only)\n"
     "  --no-settle        send candidates with constants no axiom reaches to Z3 too (default: settled\n"
     "                     as not provable when they differ with a random tensor in the constant's place)\n"
+    "  --no-generalize    emit every proven instance as enumerated (default: a rule using one value of\n"
+    "                     a stride, dilation or padding slot throughout is proven\n"
+    "                     once with a parameter variable there and replaces its instances)\n"
     "  --no-mbqi          turn off Z3's model-based quantifier instantiation\n"
     "  --no-transposed    give up on a matrix candidate Z3 does not prove (default: try its transposed\n"
     "                     mirror, matmul's operands swapped, and step back from it; docs/generator.md)\n"
@@ -183,6 +186,7 @@ int main(int argc, char** argv) {
         else if (a == "--summary") c.summary_out = value();
         else if (a == "--no-verify") c.verify = false;
         else if (a == "--no-mbqi") c.mbqi = false;
+        else if (a == "--no-generalize") c.generalize = false;
         else if (a == "--reuse-solver") c.reuse_solver = true;
         else if (a == "--no-transposed") c.try_transposed = false;
         else if (a == "--no-derive") c.derive = false;

@@ -142,9 +142,11 @@ private:
                                            e->nodes[std::size_t(in.index)].params[0] == n.params[0];
                         if (!from_concat) needs_split_point_ = true;
                     }
-                    auto sd = d.params[std::size_t(s)].domain;
-                    if (t.k != param_term::kind::variable || sd.empty()) continue;
-                    std::set<std::int32_t> s2(sd.begin(), sd.end());
+                    const spec::param_decl& pd = d.params[std::size_t(s)];
+                    if (t.k != param_term::kind::variable || pd.domain.empty()) continue;
+                    // An any_value slot's axioms are claimed for every value: try the probes too.
+                    std::set<std::int32_t> s2(pd.domain.begin(), pd.domain.end());
+                    if (pd.any_value) s2.insert(pd.probe.begin(), pd.probe.end());
                     auto& cur = dom[std::size_t(t.value)];
                     if (!cur) { cur = s2; continue; }
                     std::set<std::int32_t> r;

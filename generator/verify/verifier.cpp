@@ -160,7 +160,9 @@ struct verifier::impl {
             z3::expr_vector args(m.ctx);
             for (int s = 0; s < encoded_params(n.op); ++s) {
                 const param_term& t = n.params[std::size_t(s)];
-                if (t.k == param_term::kind::variable) env.note_domain(t.value, d.params[std::size_t(s)].domain);
+                // any_value slots: the variable stays unguarded (axioms hold for every value).
+                if (t.k == param_term::kind::variable && !d.params[std::size_t(s)].any_value)
+                    env.note_domain(t.value, d.params[std::size_t(s)].domain);
                 args.push_back(term(t, d.params[std::size_t(s)].fallback, i));
             }
             for (int j = 0; j < n.num_inputs; ++j) args.push_back(value(n.inputs[std::size_t(j)], i));

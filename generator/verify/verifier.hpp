@@ -62,7 +62,7 @@ public:
 
     // Parameter variables of the candidate range over the generation domains
     // of the slots they occupy (as the axioms' do); tensor variables and
-    // parameters of domain-less slots are arbitrary.
+    // parameters of domain-less and any_value slots are arbitrary.
     verify_result prove(const candidate& c);
     // An equation under its side conditions (used by the redundancy check).
     verify_result prove(const spec::axiom& a);

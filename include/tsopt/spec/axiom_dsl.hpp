@@ -77,6 +77,12 @@ consteval expr matmul(param_term act, expr a, expr b) { return apply(op_kind::ma
 consteval expr conv2d(param_term sh, param_term sw, param_term pad, param_term act, expr x, expr w) {
     return apply(op_kind::conv2d, {sh, sw, pad, act}, {x, w});
 }
+// With dilations: an axiom that holds for every dilation says so (the
+// four-parameter form fixes them at 1).
+consteval expr conv2d(param_term sh, param_term sw, param_term pad, param_term act, param_term dh, param_term dw, expr x,
+                      expr w) {
+    return apply(op_kind::conv2d, {sh, sw, pad, act, dh, dw}, {x, w});
+}
 consteval expr enlarge(param_term kh, param_term kw, expr w) { return apply(op_kind::enlarge, {kh, kw}, {w}); }
 consteval expr relu(expr a) { return apply(op_kind::relu, {}, {a}); }
 consteval expr avgpool(param_term kh, param_term kw, param_term sh, param_term sw, param_term pad, param_term act, expr x) {

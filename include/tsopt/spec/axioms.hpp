@@ -29,7 +29,8 @@ consteval param_term dim(const expr& v, int d) { return pdim(v.root, d); }
 
 inline constexpr std::array all_axioms = [] {
     using namespace axiom_detail;
-    // conv2d(stride_h, stride_w, pad, act, input, weight); p0, p1 strides, p2 padding, p3 activation.
+    // conv2d(stride_h, stride_w, pad, act[, dil_h, dil_w], input, weight); p0, p1 strides, p2 padding,
+    // p3 activation, p4, p5 dilations where the axiom holds for every dilation (without: 1).
     return std::array{
         // --- TASO Table 2 --------------------------------------------------
         // ewadd and ewmul are associative, commutative and distributive.
@@ -46,23 +47,23 @@ inline constexpr std::array all_axioms = [] {
         make_axiom("smul-matmul", smul(matmul(none, x, y), w) == matmul(none, x, smul(y, w))),
         make_axiom("smul-concat", smul(concat(p0, x, y), w) == concat(p0, smul(x, w), smul(y, w))),
         make_axiom("conv-smul-input-weight",
-                   conv2d(p0, p1, p2, p3, smul(x, w), y) == conv2d(p0, p1, p2, p3, x, smul(y, w))),
-        make_axiom("smul-conv", smul(conv2d(p0, p1, p2, none, x, y), w) == conv2d(p0, p1, p2, none, smul(x, w), y)),
+                   conv2d(p0, p1, p2, p3, p4, p5, smul(x, w), y) == conv2d(p0, p1, p2, p3, p4, p5, x, smul(y, w))),
+        make_axiom("smul-conv", smul(conv2d(p0, p1, p2, none, p4, p5, x, y), w) == conv2d(p0, p1, p2, none, p4, p5, smul(x, w), y)),
         // relu.
-        make_axiom("relu-conv", relu(conv2d(p0, p1, p2, none, x, y)) == conv2d(p0, p1, p2, relu_act, x, y)),
+        make_axiom("relu-conv", relu(conv2d(p0, p1, p2, none, p4, p5, x, y)) == conv2d(p0, p1, p2, relu_act, p4, p5, x, y)),
         make_axiom("relu-concat", relu(concat(p0, x, y)) == concat(p0, relu(x), relu(y))),
         make_axiom("relu-transpose", relu(transpose(p0, x)) == transpose(p0, relu(x))),
         // conv2d is linear in its weight and in its input (no activation).
         make_axiom("conv-distrib-ewadd-weight",
-                   conv2d(p0, p1, p2, none, x, ewadd(y, z)) ==
-                       ewadd(conv2d(p0, p1, p2, none, x, y), conv2d(p0, p1, p2, none, x, z))),
+                   conv2d(p0, p1, p2, none, p4, p5, x, ewadd(y, z)) ==
+                       ewadd(conv2d(p0, p1, p2, none, p4, p5, x, y), conv2d(p0, p1, p2, none, p4, p5, x, z))),
         make_axiom("conv-distrib-ewadd-input",
-                   conv2d(p0, p1, p2, none, ewadd(x, y), z) ==
-                       ewadd(conv2d(p0, p1, p2, none, x, z), conv2d(p0, p1, p2, none, y, z))),
+                   conv2d(p0, p1, p2, none, p4, p5, ewadd(x, y), z) ==
+                       ewadd(conv2d(p0, p1, p2, none, p4, p5, x, z), conv2d(p0, p1, p2, none, p4, p5, y, z))),
         // Sum of two convs == one conv over channel-concatenated inputs and weights.
         make_axiom("conv-concat-sum",
-                   ewadd(conv2d(p0, p1, p2, none, x, y), conv2d(p0, p1, p2, none, z, w)) ==
-                       conv2d(p0, p1, p2, none, concat(ax1, x, z), concat(ax1, y, w))),
+                   ewadd(conv2d(p0, p1, p2, none, p4, p5, x, y), conv2d(p0, p1, p2, none, p4, p5, z, w)) ==
+                       conv2d(p0, p1, p2, none, p4, p5, concat(ax1, x, z), concat(ax1, y, w))),
         make_axiom("matmul-concat-sum",
                    ewadd(matmul(none, x, y), matmul(none, z, w)) == matmul(none, concat(ax1, x, z), concat(ax0, y, w))),
         // concat commutes with element-wise operators.
@@ -70,11 +71,11 @@ inline constexpr std::array all_axioms = [] {
         make_axiom("concat-ewmul", concat(p0, ewmul(x, y), ewmul(z, w)) == ewmul(concat(p0, x, z), concat(p0, y, w))),
         // conv2d over batch-concatenated inputs, and over output-channel-concatenated weights.
         make_axiom("conv-concat-batch",
-                   concat(ax0, conv2d(p0, p1, p2, p3, x, z), conv2d(p0, p1, p2, p3, y, z)) ==
-                       conv2d(p0, p1, p2, p3, concat(ax0, x, y), z)),
+                   concat(ax0, conv2d(p0, p1, p2, p3, p4, p5, x, z), conv2d(p0, p1, p2, p3, p4, p5, y, z)) ==
+                       conv2d(p0, p1, p2, p3, p4, p5, concat(ax0, x, y), z)),
         make_axiom("conv-concat-weight",
-                   concat(ax1, conv2d(p0, p1, p2, p3, x, y), conv2d(p0, p1, p2, p3, x, z)) ==
-                       conv2d(p0, p1, p2, p3, x, concat(ax0, y, z))),
+                   concat(ax1, conv2d(p0, p1, p2, p3, p4, p5, x, y), conv2d(p0, p1, p2, p3, p4, p5, x, z)) ==
+                       conv2d(p0, p1, p2, p3, p4, p5, x, concat(ax0, y, z))),
         make_axiom("matmul-assoc", matmul(none, x, matmul(none, y, z)) == matmul(none, matmul(none, x, y), z)),
         // split undoes concat.
         make_axiom("split0-concat", split0(p0, concat(p0, x, y)) == x),
@@ -168,8 +169,8 @@ inline constexpr std::array all_axioms = [] {
         // output channels here, equal group width because concat(0, y, w)
         // type-checks only then.
         make_axiom("conv-concat-grouped",
-                   concat(ax1, conv2d(p0, p1, p2, p3, x, y), conv2d(p0, p1, p2, p3, z, w)) ==
-                       conv2d(p0, p1, p2, p3, concat(ax1, x, z), concat(ax0, y, w)),
+                   concat(ax1, conv2d(p0, p1, p2, p3, p4, p5, x, y), conv2d(p0, p1, p2, p3, p4, p5, z, w)) ==
+                       conv2d(p0, p1, p2, p3, p4, p5, concat(ax1, x, z), concat(ax0, y, w)),
                    {equal(dim(x, 1), dim(z, 1)), equal(dim(y, 0), dim(w, 0))}),
     };
 }();

@@ -66,6 +66,18 @@ struct param_decl {
     // the generator derives from concat history).
     std::span<const std::int32_t> domain{};
     std::int32_t fallback = 0;
+    // Every axiom over this slot holds for each value the shape rule accepts,
+    // not only the domain's (strides, dilations, padding mode; not transpose
+    // permutations or enlarge sizes, whose axioms hold for the domain only,
+    // nor the fused activation, which axioms relate as none and relu, nor
+    // concat/split axes: unguarded, the axioms with the shape facts prove
+    // split0(concat(x, y)) == y). The Z3 verifier leaves a
+    // parameter variable here unguarded, so tsopt-gen emits rules that keep
+    // such slots variables and match a model's stride 3 or dilation 2 too
+    // (docs/verification.md, "Parameter variables"); axiom validation checks
+    // the values of `probe` beyond the domain.
+    bool any_value = false;
+    std::span<const std::int32_t> probe{};
 };
 
 // Shape rule: fills `out` (num_outputs entries) or returns a message naming

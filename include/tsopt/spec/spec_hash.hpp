@@ -55,6 +55,9 @@ inline std::string spec_hash() {
             f.num(p.fallback);
             f.num(static_cast<std::int64_t>(p.domain.size()));
             for (auto v : p.domain) f.num(v);
+            f.num(p.any_value);
+            f.num(static_cast<std::int64_t>(p.probe.size()));
+            for (auto v : p.probe) f.num(v);
         }
         f.num(static_cast<int>(d->cls)); f.num(d->multilinear); f.num(d->generated);
     }

@@ -103,6 +103,9 @@ inline constexpr std::int32_t off_on[] = {0, 1};
 inline constexpr std::int32_t one[] = {1};
 inline constexpr std::int32_t one_two[] = {1, 2};
 inline constexpr std::int32_t three[] = {3};
+// Values beyond the domains that axiom validation tries in any_value slots.
+inline constexpr std::int32_t probe_stride[] = {3};
+inline constexpr std::int32_t probe_dilation[] = {2};
 
 inline std::int64_t elements_flops(const op_params&, std::span<const shape>, std::span<const shape> out) {
     return out[0].elements();

@@ -64,8 +64,9 @@ inline std::int64_t pool_flops(const op_params& p, std::span<const shape>, std::
 
 inline constexpr std::array<param_decl, max_params> pool_params{
     param_decl{"kh", detail::three, 3}, param_decl{"kw", detail::three, 3},
-    param_decl{"stride_h", detail::one_two, 1}, param_decl{"stride_w", detail::one_two, 1},
-    param_decl{"pad", detail::off_on}, param_decl{"act", detail::off_on}};
+    param_decl{.name = "stride_h", .domain = detail::one_two, .fallback = 1, .any_value = true, .probe = detail::probe_stride},
+    param_decl{.name = "stride_w", .domain = detail::one_two, .fallback = 1, .any_value = true, .probe = detail::probe_stride},
+    param_decl{.name = "pad", .domain = detail::off_on, .any_value = true}, param_decl{"act", detail::off_on}};
 
 inline constexpr op_decl avgpool_decl{
     .kind = op_kind::avgpool, .name = "avgpool", .math = "act(mean over kh x kw windows, padding counted)",
