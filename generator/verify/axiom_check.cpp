@@ -71,6 +71,15 @@ public:
                 }
             combos = std::move(next);
         }
+        // A probe (a value beyond the generation domain) is tried with every
+        // other variable at its domain values, not with other probes: each
+        // probe is checked, and the combinations grow by the probes' count
+        // instead of their product.
+        std::erase_if(combos, [&](const std::vector<std::int32_t>& c) {
+            int n = 0;
+            for (std::size_t v = 0; v < probes_.size(); ++v) n += probes_[v].count(c[v]) > 0;
+            return n > 1;
+        });
         bool failed = false;
         std::set<std::string> seen;
         for (std::size_t ci = 0; ci < combos.size() && !failed; ++ci) {
@@ -120,6 +129,7 @@ private:
     int ntv_ = 0, npv_ = 0;
     bool needs_split_point_ = false;
     std::vector<std::vector<std::int32_t>> domains_;  // per parameter variable (+ split point)
+    std::vector<std::set<std::int32_t>> probes_;       // per parameter variable: its values beyond the domains
     std::vector<std::vector<shape>> cands_;           // per tensor variable
     axiom_report report_;
     z3::context* ctx_ = nullptr;
@@ -130,6 +140,7 @@ private:
 
     void build_domains() {
         std::vector<std::optional<std::set<std::int32_t>>> dom(static_cast<std::size_t>(npv_));
+        std::vector<std::optional<std::set<std::int32_t>>> plain(static_cast<std::size_t>(npv_));  // without probes
         for (const auto* e : sides_)
             for (int i = 0; i < e->size; ++i) {
                 const pattern_node& n = e->nodes[std::size_t(i)];
@@ -145,18 +156,27 @@ private:
                     const spec::param_decl& pd = d.params[std::size_t(s)];
                     if (t.k != param_term::kind::variable || pd.domain.empty()) continue;
                     // An any_value slot's axioms are claimed for every value: try the probes too.
-                    std::set<std::int32_t> s2(pd.domain.begin(), pd.domain.end());
+                    std::set<std::int32_t> d0(pd.domain.begin(), pd.domain.end()), s2 = d0;
                     if (pd.any_value) s2.insert(pd.probe.begin(), pd.probe.end());
-                    auto& cur = dom[std::size_t(t.value)];
-                    if (!cur) { cur = s2; continue; }
-                    std::set<std::int32_t> r;
-                    std::set_intersection(cur->begin(), cur->end(), s2.begin(), s2.end(), std::inserter(r, r.begin()));
-                    cur = r;
+                    auto narrow = [](std::optional<std::set<std::int32_t>>& cur, const std::set<std::int32_t>& with) {
+                        if (!cur) { cur = with; return; }
+                        std::set<std::int32_t> r;
+                        std::set_intersection(cur->begin(), cur->end(), with.begin(), with.end(), std::inserter(r, r.begin()));
+                        cur = r;
+                    };
+                    narrow(dom[std::size_t(t.value)], s2);
+                    narrow(plain[std::size_t(t.value)], d0);
                 }
             }
         std::vector<std::int32_t> extents;
         for (int v = 1; v <= opt_.max_extent; ++v) extents.push_back(v);
-        for (auto& d : dom) domains_.push_back(d ? std::vector<std::int32_t>(d->begin(), d->end()) : extents);
+        for (std::size_t v = 0; v < dom.size(); ++v) {
+            domains_.push_back(dom[v] ? std::vector<std::int32_t>(dom[v]->begin(), dom[v]->end()) : extents);
+            std::set<std::int32_t> probes;
+            if (dom[v]) std::set_difference(dom[v]->begin(), dom[v]->end(), plain[v]->begin(), plain[v]->end(),
+                                            std::inserter(probes, probes.begin()));
+            probes_.push_back(std::move(probes));
+        }
         if (needs_split_point_) domains_.push_back(extents);
     }
 
