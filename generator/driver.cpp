@@ -633,9 +633,7 @@ run_result run(const run_config& c) {
         for (auto& [text, er] : general) {
             const io::listed_rule* rev = nullptr;
             try {
-                auto back = io::parse_rule_line("r: " + io::format_rule_text(er.r.dst, er.r.dst_out, er.r.src, er.r.src_out),
-                                                "<generalized rule>");
-                back = io::parse_rule_line("r: " + back.text, "<generalized rule>");
+                auto back = canonical_rule(io::format_rule_text(er.r.dst, er.r.dst_out, er.r.src, er.r.src_out));
                 if (auto it = general.find(back.text); it != general.end()) rev = &it->second.r;
             } catch (const error&) {
                 // The reverse binds a variable only the target reads: one-way.

@@ -57,13 +57,16 @@ io::listed_rule canonical(rule_patterns p) {
     std::sort(ord.begin(), ord.end(), [&](auto x, auto y) { return key(x) < key(y); });
     auto so = p.src_out, dout = p.dst_out;
     for (std::size_t i = 0; i < ord.size(); ++i) { p.src_out[i] = so[ord[i]]; p.dst_out[i] = dout[ord[i]]; }
-    auto text = io::format_rule_text(p.src, p.src_out, p.dst, p.dst_out);
+    return canonical_rule(io::format_rule_text(p.src, p.src_out, p.dst, p.dst_out));
+}
+}  // namespace
+
+io::listed_rule canonical_rule(const std::string& text) {
     auto r = io::parse_rule_line("r: " + text, "<generated rule>");
     // Parsing renumbers variables by first appearance; a second round makes
     // the printed names follow that order too.
     return io::parse_rule_line("r: " + r.text, "<generated rule>");
 }
-}  // namespace
 
 std::string rule_pair_name(const io::listed_rule& r, const io::listed_rule* reverse) {
     if (!reverse) return rule_name(r, "");

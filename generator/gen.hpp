@@ -336,6 +336,11 @@ struct emitted_rule {
 std::vector<emitted_rule> name_rules(const rule_patterns& forward, const rule_patterns& backward,
                                      bool forward_ok, bool backward_ok, const std::string& provenance, bool proven = false);
 
+// A rule text ("src => dst") parsed back twice, so its nodes and variables
+// are numbered as in every listed rule (canonical form). Throws on a target
+// that uses a variable its source does not bind.
+io::listed_rule canonical_rule(const std::string& text);
+
 // The name a rule gets beside its reverse (nullptr: none): the hash of both
 // texts, the reverse direction named "-rev" (name_rules' convention).
 std::string rule_pair_name(const io::listed_rule& r, const io::listed_rule* reverse);

@@ -60,11 +60,7 @@ std::optional<io::listed_rule> generalize_params(const io::listed_rule& rule, st
         slots->clear();
         for (auto& [name, v] : var_of) *slots += (slots->empty() ? "" : ", ") + std::string(name);
     }
-    auto text = io::format_rule_text(r.src, r.src_out, r.dst, r.dst_out);
-    // Parsed back so variables are numbered as in every listed rule.
-    auto parsed = io::parse_rule_line("r: " + text, "<generalized rule>");
-    parsed = io::parse_rule_line("r: " + parsed.text, "<generalized rule>");
-    return parsed;
+    return canonical_rule(io::format_rule_text(r.src, r.src_out, r.dst, r.dst_out));
 }
 
 std::span<const std::vector<std::string_view>> generalization_levels() {
