@@ -12,7 +12,9 @@
 //     costs shown apart.
 // usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N]
 //                        [--small-budget S] [--no-exhaustive | --only-small] [--no-layouts]
-//                        [--rules FILE]
+//                        [--set generated|axioms|all] [--rules FILE]
+// --set: the built-in set to optimize with (tsopt/rules/built_in.hpp;
+// default generated, the default set).
 // --rules FILE: part 1 also optimizes each model with the rules of a
 // tsopt-gen listing (loaded and checked as tsopt optimize --rules FILE does)
 // within the same budget, and prints its cost beside the built-in set's
@@ -29,9 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "../examples/rules.hpp"
 #include "tsopt/cost/analytical.hpp"
 #include "tsopt/optimize.hpp"
+#include "tsopt/rules/built_in.hpp"
 #include "tsopt/rules/load.hpp"
 #include "tsopt/zoo/zoo.hpp"
 
@@ -64,8 +66,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     const char* usage =
         "usage: optimizer_bench [--budget S] [--models a,b,..] [--small-ops N] [--small-budget S] "
-        "[--no-exhaustive | --only-small] [--no-layouts] [--rules FILE]\n";
+        "[--no-exhaustive | --only-small] [--no-layouts] [--set generated|axioms|all] [--rules FILE]\n";
     std::string listing;
+    rules::built_in_set set = rules::built_in_set::generated;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
             else if (a == "--only-small") full_size = false;
             else if (a == "--no-layouts") layouts = false;
             else if (a == "--rules") listing = next();
+            else if (a == "--set") set = rules::parse_built_in_set(next());
             else if (a == "--models") {
                 std::stringstream ss(next());
                 for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
@@ -100,9 +104,9 @@ int main(int argc, char** argv) {
     }
     if (names.empty())
         for (const auto& m : zoo::models()) names.push_back(std::string(m.name));
-    examples::example_rules rules(examples::rule_source::all);
+    const rules::built_in_rules built_in(set);
     cost::analytical model;
-    std::printf("rules: %zu (axiom-derived + generated, all proven/validated)\n", rules.rules().size());
+    std::printf("rules: %zu (%s)\n", built_in.rules().size(), std::string(rules::describe(set)).c_str());
 
     std::unique_ptr<rules::loaded_rules> listed;
     if (!listing.empty()) {
@@ -124,7 +128,7 @@ int main(int argc, char** argv) {
         for (const auto& n : names) {
             graph g = zoo::build(n, {});
             auto t0 = steady_clock::now();
-            auto r = optimize(g, rules.rules(), model, {.budget = duration<double>(budget), .layouts = layouts});
+            auto r = optimize(g, built_in.rules(), model, {.budget = duration<double>(budget), .layouts = layouts});
             double secs = duration<double>(steady_clock::now() - t0).count();
             std::printf("%-14s %6zu %6zu %12.3f %12.3f %6.3fx %9.1f  %-16s", n.c_str(), g.op_count(),
                         r.optimized.op_count(), r.report.cost_before, r.report.cost_after,
@@ -168,13 +172,13 @@ int main(int argc, char** argv) {
             auto sg = search::extract(g, p);
             if (sg.g.op_count() < 2) continue;
             auto a = search::backtracking{}
-                         .rules(rules.rules())
+                         .rules(built_in.rules())
                          .alpha(1.05)
                          .layouts(layouts)
                          .budget(duration<double>(small_budget / 2))
                          .run(sg.g, model);
             auto b = search::backtracking{}
-                         .rules(rules.rules())
+                         .rules(built_in.rules())
                          .alpha(1e9)
                          .layouts(layouts)
                          .budget(duration<double>(small_budget))

@@ -19,7 +19,7 @@
 #include "tsopt/cost/sum.hpp"
 #include "tsopt/optimize.hpp"
 #include "tsopt/pet/optimizer.hpp"
-#include "tsopt/rules/generated_rules.hpp"
+#include "tsopt/rules/default.hpp"
 #include "tsopt/zoo/zoo.hpp"
 
 using namespace tsopt;
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     for (auto& m : models) {
         auto in = backend::random_inputs(m.g, 1);
         auto t0 = std::chrono::steady_clock::now();
-        auto rr = tsopt::optimize(m.g, rules::generated(), model,
+        auto rr = tsopt::optimize(m.g, rules::default_rules(), model,
                                   {.budget = std::chrono::duration<double>(budget)});
         double t_rules = seconds_since(t0);
         pet::options po;
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         auto pr = pet::optimize(m.g, model, po);
         double t_pet = seconds_since(t1);
         // Joint: PET's result, then the verified rules on it.
-        auto jr = tsopt::optimize(pr.optimized, rules::generated(), model,
+        auto jr = tsopt::optimize(pr.optimized, rules::default_rules(), model,
                                   {.budget = std::chrono::duration<double>(budget)});
         double t_joint = seconds_since(t1);
         // Two passes over the four graphs; the first is discarded: the first

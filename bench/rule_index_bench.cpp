@@ -23,7 +23,7 @@
 
 #include "tsopt/cost/analytical.hpp"
 #include "tsopt/rewrite/rule_index.hpp"
-#include "tsopt/rules/generated_rules.hpp"
+#include "tsopt/rules/default.hpp"
 #include "tsopt/rules/load.hpp"
 #include "tsopt/search/backtracking.hpp"
 #include "tsopt/zoo/zoo.hpp"
@@ -98,7 +98,7 @@ int main(int argc, char** argv) try {
         std::fprintf(stderr, "loaded %s: %zu rules (union %zu)\n", path.c_str(), loaded.back()->rules().size(), pool.size());
     }
     std::vector<rule_set_row> sets;
-    auto gen = tsopt::rules::generated();
+    auto gen = tsopt::rules::default_rules();
     sets.push_back({"N=2 table", std::vector<rewrite::rule>(gen.begin(), gen.end())});
     for (std::size_t k : sizes) {
         if (k > pool.size()) {

@@ -45,9 +45,8 @@
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
 #include "tsopt/optimize.hpp"
+#include "tsopt/rules/built_in.hpp"
 #include "tsopt/zoo/zoo.hpp"
-
-#include "rules.hpp"
 
 #if defined(TSOPT_HAVE_CUDA)
 #include "tsopt/backend/cudnn/executor.hpp"
@@ -69,7 +68,7 @@ struct settings {
     double budget = 30;  // search seconds
     double alpha = 1.05;
     std::string backend = "cpu";
-    rule_source rules = rule_source::axioms;
+    rules::built_in_set rules = rules::built_in_set::generated;
     bool quick = false;
     bool profile = false;  // print where end-to-end time goes, per operator kind
     int reps = 20;             // interleaved end-to-end rounds
@@ -93,8 +92,8 @@ inline std::string usage(std::string_view model) {
        << "  --budget SECONDS   search time budget (default 30; --quick 2)\n"
        << "  --alpha A          relaxation of the backtracking search, >= 1 (default 1.05)\n"
        << "  --backend cpu|cuda oneDNN (default) or cuDNN (needs a build with -Dcuda and a GPU)\n"
-       << "  --rules axioms|generated|all\n"
-       << "                     axiom-derived rules (default), the generator's tables, or both\n"
+       << "  --rules generated|axioms|all\n"
+       << "                     the generated, Z3-proven rules (default), the axioms read as rules, or both\n"
        << "  --top-k K          candidates verified end to end (default 4)\n"
        << "  --reps N           interleaved timing rounds (default 20; --quick 5)\n"
        << "  --tolerance E      max relative error between outputs (default 1e-4)\n"
@@ -184,7 +183,7 @@ inline settings parse(std::string_view model, int argc, char** argv) {
                 throw usage_error("--backend: expected cpu or cuda, got '" + s.backend + "'");
         } else if (a == "--rules") {
             try {
-                s.rules = parse_rule_source(value());
+                s.rules = rules::parse_built_in_set(value());
             } catch (const error& e) {
                 throw usage_error(e.what());
             }
@@ -306,10 +305,8 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
         << g.op_count() << " operators\n"
         << "  backend: " << Backend::name << ", OMP_NUM_THREADS=" << (omp ? omp : "(unset)") << "\n";
 
-    example_rules rules(s.rules);
-    out << "  rules: " << rules.rules().size() << " ("
-        << (s.rules == rule_source::axioms ? "axiom-derived" : s.rules == rule_source::generated ? "generated" : "axiom-derived + generated")
-        << "), search budget " << s.budget << " s, alpha " << s.alpha << "\n"
+    const rules::built_in_rules rule_choice(s.rules);
+    out << "  rules: " << rule_choice.rules().size() << " (" << rules::describe(s.rules) << "), search budget " << s.budget << " s, alpha " << s.alpha << "\n"
         << std::flush;
 
     bo.verify_tolerance = s.tolerance;
@@ -342,7 +339,7 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
                         .partition_threshold = s.partition};
     prog.start_ticker("searching", s.budget);
     const auto t0 = clock::now();
-    auto r = optimize(g, rules.rules(), measured, oo);
+    auto r = optimize(g, rule_choice.rules(), measured, oo);
     const double search_s = std::chrono::duration<double>(clock::now() - t0).count();
     prog.stop_ticker();
 

@@ -673,7 +673,17 @@ run_result run(const run_config& c) {
                                             " instantiations per query, a query reaching the " +
                                             std::to_string(c.timeout_ms) + " ms wall-clock guard aborts the run"
                                       : std::to_string(c.timeout_ms) + " ms per query, reaching it aborts the run";
-    std::string head = "max_ops " + std::to_string(c.o.max_ops) + ", " + std::to_string(r.rules.size()) + " rules: " +
+    // How the graphs were enumerated, so a snapshot says which run made it.
+    std::vector<std::string> disciplines;
+    if (c.o.representative_params) disciplines.push_back("representative parameters");
+    if (c.o.distinct_operands) disciplines.push_back("distinct operands");
+    if (c.o.distinct_values) disciplines.push_back("distinct values");
+    if (c.o.all_pairs_limit != options{}.all_pairs_limit)
+        disciplines.push_back("all-pairs limit " + std::to_string(c.o.all_pairs_limit));
+    std::string enumeration;
+    for (const auto& d : disciplines) enumeration += (enumeration.empty() ? " (" : ", ") + d;
+    if (!enumeration.empty()) enumeration += ")";
+    std::string head = "max_ops " + std::to_string(c.o.max_ops) + enumeration + ", " + std::to_string(r.rules.size()) + " rules: " +
                        std::to_string(n_z3_rules) + " proven by Z3 (" + std::to_string(spec::all_axioms.size()) +
                        " axioms, " + limits + ")" +
                        (c.emit_derived ? ", " + std::to_string(n_derived_rules) +

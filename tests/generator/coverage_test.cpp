@@ -14,12 +14,16 @@
 // proof of the instance from the snapshot.
 //
 // Instances outside what the enumeration can produce (its typing discipline,
-// square windows, constants tied to input extents) are not expected to be
-// rediscovered and are skipped; axioms with no instance in scope at all are
-// listed in `not_enumerable` with the reason.
+// square windows, constants tied to input extents, and TASO's disciplines
+// when the snapshot's run used them: concat/split axes 0 and 1 only where
+// parameters are representative and not lifted to variables, no operator
+// reading one tensor twice) are not expected to be rediscovered and are
+// skipped; axioms with no instance in scope at all are listed in
+// `not_enumerable` with the reason.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -133,7 +137,42 @@ std::optional<std::map<std::pair<int, int>, gen::role>> roles_of(const graph& g,
 // domain values with square windows (a *_w slot equals its *_h twin), and
 // derived parameters tied to the extents of an input the graph reads (a graph
 // whose tie names an input it does not read is not recorded).
-bool enumerable_params(const graph& g, const node& n, const std::map<std::string, gen::input_decl>& by_name) {
+// The enumeration disciplines of the snapshot's run (gen::options), read
+// from its listing's header ("max_ops 3 (representative parameters, ...)").
+struct disciplines {
+    bool representative_params = false;
+    bool distinct_operands = false;
+};
+
+disciplines snapshot_disciplines() {
+    std::string head;
+    std::ifstream f(TSOPT_SOURCE_ROOT "/include/tsopt/rules/rules.txt");
+    for (std::string line; std::getline(f, line);)
+        if (line.starts_with("# max_ops ")) {
+            head = line;
+            break;
+        }
+    REQUIRE_MESSAGE(!head.empty(), "the committed listing has no '# max_ops' line");
+    const auto cut = head.find(" rules:");
+    head = head.substr(0, cut);
+    return {head.find("representative parameters") != std::string::npos, head.find("distinct operands") != std::string::npos};
+}
+
+// A parameter value the enumeration produces under --representative-params
+// (generator/enumerate.cpp, domain_combos): stride 1, same padding, axes 0
+// and 1; slots the generalization lifts to variables (param_decl::any_value)
+// take every value.
+bool representative(const sp::param_decl& pd, std::int32_t v) {
+    if (pd.any_value) return true;
+    std::string_view n = pd.name;
+    if (n.starts_with("stride")) return v == 1;
+    if (n == "pad") return v == static_cast<std::int32_t>(sp::pad_mode::same);
+    if (n == "axis") return v <= 1;
+    return true;
+}
+
+bool enumerable_params(const graph& g, const node& n, const std::map<std::string, gen::input_decl>& by_name,
+                       const disciplines& disc) {
     const sp::op_decl& d = sp::decl(n.op);
     auto has_extent = [&](auto pred) {
         for (const node& in : g.nodes)
@@ -177,6 +216,7 @@ bool enumerable_params(const graph& g, const node& n, const std::map<std::string
         const auto& dom = pd.domain;
         if (dom.empty() ? n.params[i] != pd.fallback : std::find(dom.begin(), dom.end(), n.params[i]) == dom.end())
             return false;
+        if (disc.representative_params && !representative(pd, n.params[i])) return false;
     }
     if (n.op == op_kind::concat && n.params[sp::concat_p::axis] >= g.shape_of(n.inputs[0]).rank) return false;
     return true;
@@ -275,7 +315,8 @@ struct instance_result {
 
 // Every instance of an axiom on the generator's inputs that the enumeration
 // could produce, checked for joinability.
-instance_result check_axiom(const sp::axiom& a, std::span<const rewrite::rule> rules, int max_depth) {
+instance_result check_axiom(const sp::axiom& a, std::span<const rewrite::rule> rules, int max_depth,
+                            const disciplines& disc) {
     const auto inputs = gen::default_inputs();
     std::map<std::string, gen::input_decl> by_name;
     for (const auto& i : inputs) by_name[i.name] = i;
@@ -346,10 +387,13 @@ instance_result check_axiom(const sp::axiom& a, std::span<const rewrite::rule> r
             bool in_scope = true;
             for (const graph* g : {&*l, &*r}) {
                 if (!roles_of(*g, by_name)) in_scope = false;
-                for (const node& n : g->nodes)
-                    if (n.kind == node_kind::op &&
-                        (!enumerable_params(*g, n, by_name) || !rewrite::violates_typing(*g, n, sp::taso_typing).empty()))
+                for (const node& n : g->nodes) {
+                    if (n.kind != node_kind::op) continue;
+                    if (!enumerable_params(*g, n, by_name, disc) || !rewrite::violates_typing(*g, n, sp::taso_typing).empty())
                         in_scope = false;
+                    // --distinct-operands: no operator reads one tensor twice.
+                    if (disc.distinct_operands && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1]) in_scope = false;
+                }
             }
             if (!in_scope) continue;
             // Both sides the same graph (ewadd(x, x) for ewadd-comm): nothing to rediscover.
@@ -384,6 +428,9 @@ instance_result check_axiom(const sp::axiom& a, std::span<const rewrite::rule> r
 
 TEST_CASE("every TASO Table 2 axiom that fits in N operators is rediscovered or subsumed by the snapshot") {
     const int n = snapshot_max_ops();
+    const disciplines disc = snapshot_disciplines();
+    MESSAGE("snapshot: N=", n, std::string(disc.representative_params ? ", representative parameters" : ""),
+            std::string(disc.distinct_operands ? ", distinct operands" : ""));
     const int max_depth = 2;  // rewrites from each side
     auto rules = rules::generated();
     std::vector<std::string> missing, checked;
@@ -392,7 +439,7 @@ TEST_CASE("every TASO Table 2 axiom that fits in N operators is rediscovered or 
         const sp::axiom& a = sp::all_axioms[i];
         std::string name(a.name);
         if (distinct_nodes(a.eq.lhs) > n || distinct_nodes(a.eq.rhs) > n) continue;
-        auto r = check_axiom(a, rules, max_depth);
+        auto r = check_axiom(a, rules, max_depth, disc);
         auto ex = not_enumerable.find(name);
         if (ex != not_enumerable.end()) {
             seen_exceptions.insert(name);
@@ -425,7 +472,7 @@ TEST_CASE("the coverage check needs the rules: without them no non-trivial insta
     for (std::string name : {"ewadd-comm", "matmul-assoc", "conv-cpool-avgpool"}) {
         const sp::axiom* a = sp::find_axiom(name);
         REQUIRE(a != nullptr);
-        auto r = check_axiom(*a, {}, 2);
+        auto r = check_axiom(*a, {}, 2, {});
         CHECK_MESSAGE(r.in_scope > 0, name);
         CHECK_MESSAGE(r.joined == 0, name);
     }

@@ -9,7 +9,7 @@
 
 #include "tsopt/rewrite/from_axiom.hpp"
 #include "tsopt/rewrite/rule_index.hpp"
-#include "tsopt/rules/generated_rules.hpp"
+#include "tsopt/rules/default.hpp"
 #include "tsopt/spec/axioms.hpp"
 #include "tsopt/zoo/zoo.hpp"
 
@@ -55,7 +55,7 @@ TEST_CASE("rule_index finds the same matches as matching every rule, on every zo
     rewrite::rule_set axioms;
     for (const auto& a : spec::all_axioms) axioms.add(a);
     std::vector<rewrite::rule> rules(axioms.rules().begin(), axioms.rules().end());
-    auto gen = tsopt::rules::generated();
+    auto gen = tsopt::rules::default_rules();
     rules.insert(rules.end(), gen.begin(), gen.end());
     REQUIRE(rules.size() > 250);
     const rewrite::rule_index idx(rules);
@@ -104,7 +104,7 @@ bool agrees(const graph& g, std::int32_t n, const rewrite::rule& r) {
 }
 
 TEST_CASE("rule_index offers a node to a rule exactly when the rule's root agrees with it") {
-    auto rules = tsopt::rules::generated();
+    auto rules = tsopt::rules::default_rules();
     const rewrite::rule_index idx(rules);
     std::size_t offered_total = 0, kind_pairs = 0;
     for (std::string name : {"resnet18", "inception_v3", "nasnet_a", "bert"}) {

@@ -54,7 +54,7 @@ TEST_CASE("element-wise shape rules reject what does not broadcast") {
 
 // ---------------------------------------------------------------------------
 // relu / sigmoid / tanh: the real functions in float, distinct polynomials in
-// modp (relu = x(x+1)+1, sigmoid = x^3+2, tanh = 3x^2+x+5).
+// modp (relu an idempotent projection, sigmoid = x^3+2, tanh = 3x^2+x+5).
 
 TEST_CASE("relu, sigmoid, tanh in float") {
     const float ln2 = std::log(2.f), ln3 = std::log(3.f);
@@ -65,9 +65,13 @@ TEST_CASE("relu, sigmoid, tanh in float") {
     check<float>({op_kind::tanh, {}, {make_real<float>({3}, {0.f, ln2, -ln2})}}, make_real<float>({3}, {0.f, 0.6f, -0.6f}));
 }
 
-TEST_CASE("relu, sigmoid, tanh in modp are the fingerprint polynomials") {
-    // relu: 3 -> 3*4+1 = 13; -1 -> -1*0+1 = 1; 0 -> 1; -3 -> -3*-2+1 = 7
-    check<modp>({op_kind::relu, {}, {make<modp>({4}, {3, -1, 0, -3})}}, make<modp>({4}, {13, 1, 1, 7}));
+TEST_CASE("relu, sigmoid, tanh in modp are the fingerprint functions") {
+    // relu: even residues stay, odd x goes to x(x+1)+1 with its low bit
+    // cleared: 3 -> 13 -> 12; 5 -> 31 -> 30; -2 (residue p-2, odd) -> 3 -> 2;
+    // -1 (residue p-1, even) stays.
+    check<modp>({op_kind::relu, {}, {make<modp>({6}, {3, 5, -2, -1, 0, 4})}}, make<modp>({6}, {12, 30, 2, -1, 0, 4}));
+    // idempotent, as the real relu
+    check<modp>({op_kind::relu, {}, {make<modp>({3}, {12, 30, 2})}}, make<modp>({3}, {12, 30, 2}));
     // sigmoid: 2 -> 8+2 = 10; -1 -> -1+2 = 1; 0 -> 2
     check<modp>({op_kind::sigmoid, {}, {make<modp>({3}, {2, -1, 0})}}, make<modp>({3}, {10, 1, 2}));
     // tanh: 1 -> 3+1+5 = 9; -1 -> 3-1+5 = 7; 2 -> 12+2+5 = 19
@@ -129,9 +133,9 @@ TEST_CASE("matmul with fused relu") {
     // [1,-1] @ [[2,1],[3,-1]] = [2-3, 1+1] = [-1, 2]
     check<float>({op_kind::matmul, params({1}), {make<float>({1, 2}, {1, -1}), make<float>({2, 2}, {2, 1, 3, -1})}},
                  make<float>({1, 2}, {0, 2}));
-    // modp relu: -1 -> 1, 2 -> 2*3+1 = 7
+    // modp relu (the fingerprint projection): -1 (residue p-1, even) and 2 stay
     check<modp>({op_kind::matmul, params({1}), {make<modp>({1, 2}, {1, -1}), make<modp>({2, 2}, {2, 1, 3, -1})}},
-                make<modp>({1, 2}, {1, 7}));
+                make<modp>({1, 2}, {-1, 2}));
 }
 
 TEST_CASE("matmul shape rule rejections") {
@@ -216,9 +220,9 @@ TEST_CASE("conv2d with fused relu") {
     // 1x1 kernel 3 on (1, -2): (3, -6)
     check<float>({op_kind::conv2d, conv(1, 1, valid, 1), {make<float>({1, 1, 1, 2}, {1, -2}), make<float>({1, 1, 1, 1}, {3})}},
                  make<float>({1, 1, 1, 2}, {3, 0}));
-    // modp relu: 3 -> 13, -6 -> -6*-5+1 = 31
+    // modp relu: 3 (odd) -> 13 -> 12; -6 (residue p-6, odd) -> -6*-5+1 = 31 -> 30
     check<modp>({op_kind::conv2d, conv(1, 1, valid, 1), {make<modp>({1, 1, 1, 2}, {1, -2}), make<modp>({1, 1, 1, 1}, {3})}},
-                make<modp>({1, 1, 1, 2}, {13, 31}));
+                make<modp>({1, 1, 1, 2}, {12, 30}));
 }
 
 TEST_CASE("conv2d shape rule rejections") {
@@ -320,9 +324,9 @@ TEST_CASE("avgpool with fused relu") {
     // 1x2 windows: (-4+2)/2 = -1, (6+4)/2 = 5
     check<float>({op_kind::avgpool, pool(1, 2, 1, 1, valid, 1), {make<float>({1, 1, 2, 2}, {-4, 2, 6, 4})}},
                  make<float>({1, 1, 2, 1}, {0, 5}));
-    // modp relu: -1 -> 1, 5 -> 31
+    // modp relu: -1 (even) stays, 5 (odd) -> 31 -> 30
     check<modp>({op_kind::avgpool, pool(1, 2, 1, 1, valid, 1), {make<modp>({1, 1, 2, 2}, {-4, 2, 6, 4})}},
-                make<modp>({1, 1, 2, 1}, {1, 31}));
+                make<modp>({1, 1, 2, 1}, {-1, 30}));
 }
 
 TEST_CASE_TEMPLATE("maxpool: valid windows, and same padding never wins", T, float, modp) {

@@ -20,7 +20,7 @@
 #include "tsopt/io/atomic_file.hpp"
 #include "tsopt/onnx.hpp"
 
-#include "../../examples/rules.hpp"
+#include "tsopt/rules/built_in.hpp"
 #include "tsopt/rules/load.hpp"
 #include "cli.hpp"
 
@@ -182,32 +182,21 @@ inline graph cut_around(const graph& g, const std::set<std::string>& types) {
 
 // ---- rules ---------------------------------------------------------------
 
-// Whether the generator's tables built into this binary are proven (their
-// provenance says so); unproven tables are left out unless asked for.
-inline bool generated_rules_proven() {
-    auto gen = tsopt::rules::generated();
-    if (gen.empty()) return false;
-    for (const auto& r : gen)
-        if (r.provenance.find("not proven") != std::string_view::npos) return false;
-    return true;
-}
-
-// --rules axioms|generated|all|FILE: a built-in set, or a rule listing
+// --rules generated|axioms|all|FILE: a built-in set (tsopt/rules/built_in.hpp;
+// default: generated, tsopt::rules::default_rules()), or a rule listing
 // written by tsopt-gen (rules::load_listing re-checks its provenance).
-// Default: axiom-derived plus the generated tables when they are proven.
 class chosen_rules {
 public:
     explicit chosen_rules(const args& a) {
         const std::string v = a.str("--rules");
         if (v.empty() || v == "axioms" || v == "generated" || v == "all") {
-            source_ = v.empty() ? (generated_rules_proven() ? examples::rule_source::all : examples::rule_source::axioms)
-                                : examples::parse_rule_source(v);
-            built_ = std::make_unique<examples::example_rules>(source_);
+            built_ = std::make_unique<rules::built_in_rules>(v.empty() ? rules::built_in_set::generated
+                                                                      : rules::parse_built_in_set(v));
             return;
         }
         std::error_code ec;
         if (!std::filesystem::is_regular_file(v, ec))
-            throw usage_error("--rules: expected axioms, generated, all or a rule listing file, got '" + v +
+            throw usage_error("--rules: expected generated, axioms, all or a rule listing file, got '" + v +
                               "' (no such file)");
         try {
             loaded_ = std::make_unique<rules::loaded_rules>(rules::load_listing(v));
@@ -219,22 +208,12 @@ public:
         }
     }
     std::span<const rewrite::rule> rules() const { return built_ ? built_->rules() : loaded_->rules(); }
-    std::string text() const {
-        if (loaded_) return "from " + loaded_->source();
-        switch (source_) {
-            case examples::rule_source::axioms: return "axiom-derived";
-            case examples::rule_source::generated: return "generated";
-            default: return "axiom-derived + generated";
-        }
-    }
+    std::string text() const { return loaded_ ? "from " + loaded_->source() : std::string(rules::describe(built_->set())); }
     // A built-in set: which one.
-    std::optional<examples::rule_source> built_in() const {
-        return built_ ? std::optional(source_) : std::nullopt;
-    }
+    std::optional<rules::built_in_set> built_in() const { return built_ ? std::optional(built_->set()) : std::nullopt; }
 
 private:
-    examples::rule_source source_ = examples::rule_source::axioms;
-    std::unique_ptr<examples::example_rules> built_;
+    std::unique_ptr<rules::built_in_rules> built_;
     std::unique_ptr<rules::loaded_rules> loaded_;
 };
 

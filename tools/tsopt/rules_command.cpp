@@ -8,7 +8,7 @@
 namespace tsopt::cli {
 
 const std::string_view rules_help =
-    "usage: tsopt rules [--filter SUBSTR] [--op NAME] [--rules axioms|generated|all|FILE] [--count]\n"
+    "usage: tsopt rules [--filter SUBSTR] [--op NAME] [--rules generated|axioms|all|FILE] [--count]\n"
     "\n"
     "Lists the rewrite rules built into this binary: name, rule text (source => target) and\n"
     "provenance (the axiom it comes from, validated in Z3, or how the generator found and proved it).\n"
@@ -16,10 +16,10 @@ const std::string_view rules_help =
     "options:\n"
     "  --filter SUBSTR    only rules whose name or text contains SUBSTR\n"
     "  --op NAME          only rules whose source or target uses operator NAME (e.g. conv2d)\n"
-    "  --rules SET        axioms: the axiom-derived rules; generated: the generator's tables;\n"
-    "                     all: both (default: axiom-derived, plus the generated tables once\n"
-    "                     they are proven); FILE: a listing written by tsopt-gen --listing,\n"
-    "                     checked as tsopt optimize --rules FILE checks it\n"
+    "  --rules SET        generated (default): the rules tsopt-gen generated and Z3 proved, which\n"
+    "                     tsopt optimize uses; axioms: the axioms read as rules; all: both;\n"
+    "                     FILE: a listing written by tsopt-gen --listing, checked as\n"
+    "                     tsopt optimize --rules FILE checks it\n"
     "  --count            print the number of matching rules only\n"
     "  -h, --help         this text\n";
 
@@ -54,12 +54,7 @@ int rules_command(int argc, char** argv, int first) {
     }
     if (a.flag("--count")) std::cout << count << "\n";
     else
-        std::cout << count << " of " << rules.rules().size() << " rules (" << rules.text() << ")"
-                  << (rules.built_in() == examples::rule_source::axioms && !generated_rules_proven()
-                          ? "; the generator's " + std::to_string(tsopt::rules::generated().size()) +
-                                " tables are not proven yet (--rules all lists them)"
-                          : std::string())
-                  << "\n";
+        std::cout << count << " of " << rules.rules().size() << " rules (" << rules.text() << ")\n";
     return exit_code::ok;
 }
 

@@ -49,10 +49,17 @@ struct modp {
     constexpr modp inverse() const { return pow(prime - 2); }  // Fermat
 };
 
-// Per-number-system behaviour of the non-polynomial operators. During
-// fingerprinting relu is replaced by the polynomial x(x+1)+1 (TASO) so that it
-// stays non-linear without creating spurious equalities; sigmoid and tanh get
-// other, distinct polynomials for the same reason.
+// Per-number-system behaviour of the non-polynomial operators. In modp, relu
+// must be idempotent like the real function, or relu(relu(x)) and relu(x)
+// fingerprint apart and the generator never pairs them (TASO's polynomial
+// x(x+1)+1 is not). It is a pseudo-random projection: even residues are its
+// fixed points, odd ones go to an even residue through x(x+1)+1. Nothing else
+// about the real relu carries over on purpose: relu of the signed residue
+// would also make relu(x)(x - relu(x)) == 0 and relu monotone, true identities
+// that the axioms do not give, so Z3 spends its limit on hundreds of such
+// candidates and proves none. Every axiom about relu holds for the projection:
+// it is element-wise and fused activations use it too. sigmoid and tanh get
+// distinct polynomials, as in TASO.
 template <class T> struct scalar_traits;
 
 template <> struct scalar_traits<float> {
@@ -72,7 +79,10 @@ template <> struct scalar_traits<modp> {
     static constexpr modp one() { return modp::raw(1); }
     static constexpr modp from_int(std::int64_t x) { return modp(x); }
     static constexpr modp reciprocal(std::int64_t n) { return modp(n).inverse(); }
-    static constexpr modp relu(modp x) { return x * (x + one()) + one(); }
+    static constexpr modp relu(modp x) {
+        if (x.v % 2 == 0) return x;
+        return modp::raw((x * (x + one()) + one()).v & ~1u);
+    }
     static constexpr modp sigmoid(modp x) { return x * x * x + modp(2); }
     static constexpr modp tanh(modp x) { return x * x * modp(3) + x + modp(5); }
     static constexpr modp max(modp a, modp b) { return a < b ? b : a; }
