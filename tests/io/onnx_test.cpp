@@ -130,6 +130,35 @@ TEST_CASE("round trip: constant operators and enlarge are precomputed or become 
     CHECK(max_error(g, h) <= 1e-6);
 }
 
+TEST_CASE("graph inputs with a non-positive extent: the error gives the value, not 'dynamic'") {
+    auto model = [](std::int64_t first) {
+        pb::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(17);
+        auto* gp = m.mutable_graph();
+        auto* in = gp->add_input();
+        in->set_name("x");
+        in->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+        for (std::int64_t d : {first, std::int64_t(4)}) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+        auto* r = gp->add_node();
+        r->set_op_type("Relu");
+        r->add_input("x");
+        r->add_output("y");
+        auto* out = gp->add_output();
+        out->set_name("y");
+        out->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+        return m.SerializeAsString();
+    };
+    for (std::int64_t bad : {-3, -1, 0}) {
+        CAPTURE(bad);
+        const std::string expected = "graph input 'x': dimension 0 has extent " + std::to_string(bad) + ", which is not positive";
+        CHECK_THROWS_WITH_AS(ox::import_model(model(bad)), doctest::Contains(expected.c_str()), error);
+        // A value given for the batch replaces it, as for a named dynamic dimension.
+        auto mm = ox::import_model(model(bad), {.batch = 2});
+        CHECK(mm.graph.shape_of(mm.graph.inputs()[0]) == shape{2, 4});
+    }
+}
+
 TEST_CASE("round trip: opaque nodes keep type, domain, attributes and inputs") {
     graph g;
     value x = g.input("x", {2, 3});

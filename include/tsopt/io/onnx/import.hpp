@@ -154,6 +154,12 @@ private:
             if (d.has_dim_value() && d.dim_value() > 0) x = d.dim_value();
             else if (d.has_dim_param() && o_.dims.count(d.dim_param())) x = o_.dims.find(d.dim_param())->second;
             else if (i == 0 && o_.batch > 0) x = o_.batch;
+            else if (d.has_dim_value())
+                // Some exporters write -1 or 0 for an unknown extent; others
+                // are simply wrong. Say which value it is rather than "dynamic".
+                throw error(who + ": dimension " + std::to_string(i) + " has extent " + std::to_string(d.dim_value()) +
+                            ", which is not positive (if the exporter meant it as dynamic, give its value with "
+                            "import_options::batch or import_options::dims)");
             else
                 throw error(who + ": dimension " + std::to_string(i) +
                             (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
@@ -732,11 +738,29 @@ private:
             }
             if (zero) return {x};
             if (!spatial_only) return {};
-            return {g_.pad(x, int32(p[2], who, "pads"), int32(p[6], who, "pads"), int32(p[3], who, "pads"), int32(p[7], who, "pads"), out)};
+            return {padded(x, {p[2], p[3], p[6], p[7]}, who, out)};
         }
         return {};
     }
 
+    // Zero-pads H and W by p = {top, left, bottom, right}. The pad operator's
+    // parameters and shape rule are 32-bit, so a padded extent beyond that
+    // range is refused here rather than left to wrap (pads of 2^31 - 2 on a
+    // 4-wide axis once gave an extent of 0).
+    value padded(value x, const std::array<std::int64_t, 4>& p, const std::string& who, const std::string& name) {
+        const shape& s = g_.shape_of(x);
+        shape o = s;
+        for (int d = 0; d < 2; ++d) {
+            const std::int64_t e = s[2 + d] + p[static_cast<std::size_t>(d)] + p[static_cast<std::size_t>(d + 2)];
+            if (e > std::numeric_limits<std::int32_t>::max())
+                throw error(who + ": pads " + std::to_string(p[static_cast<std::size_t>(d)]) + " and " +
+                            std::to_string(p[static_cast<std::size_t>(d + 2)]) + " make axis " + std::to_string(2 + d) +
+                            " of input " + s.str() + " " + std::to_string(e) + " long, beyond 2^31 - 1");
+            o[2 + d] = e;
+        }
+        if (bounded_elements(o) > max_elements) throw error(who + ": padding input " + s.str() + " to " + o.str() + " gives too many elements");
+        return g_.pad(x, int32(p[0], who, "pads"), int32(p[2], who, "pads"), int32(p[1], who, "pads"), int32(p[3], who, "pads"), name);
+    }
     static std::int32_t int32(std::int64_t v, const std::string& who, const char* what) {
         if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
             throw error(who + ": " + what + " value " + std::to_string(v) + " does not fit in 32 bits");
@@ -825,7 +849,7 @@ private:
             }
         }
         if (mode == padding::explicit_)
-            x = g_.pad(x, int32(pads[0], who, "pads"), int32(pads[2], who, "pads"), int32(pads[1], who, "pads"), int32(pads[3], who, "pads"), out + "/pad");
+            x = padded(x, pads, who, out + "/pad");
         conv_options o;
         o.stride_h = int32(st[0], who, "strides");
         o.stride_w = int32(st[1], who, "strides");
@@ -874,7 +898,7 @@ private:
         if (mode != padding::valid && !max && !include_pad) return {};  // padding not counted: no declared op
         if (mode == padding::explicit_ && max) return {};                 // zero padding would change the max
         if (mode == padding::explicit_)
-            x = g_.pad(x, int32(pads[0], who, "pads"), int32(pads[2], who, "pads"), int32(pads[1], who, "pads"), int32(pads[3], who, "pads"), out + "/pad");
+            x = padded(x, pads, who, out + "/pad");
         spec::op_params p;
         p[spec::pool_p::kh] = int32(k[0], who, "kernel_shape");
         p[spec::pool_p::kw] = int32(k[1], who, "kernel_shape");
