@@ -66,6 +66,7 @@ public:
             const auto& t = gp.initializer(i);
             if (t.name().empty()) throw error("initializer #" + std::to_string(i) + " has no name");
             if (syms_.count(t.name())) throw error("initializer '" + t.name() + "' is defined twice");
+            check_initializer(t);
             syms_[t.name()].c = &t;
         }
         std::set<std::string, std::less<>> input_names;
@@ -79,6 +80,7 @@ public:
             r.output_names.push_back(vi.name());
         }
         if (gp.output_size() == 0) throw error("graph has no outputs");
+        check_shapes_strictly();
         g_.validate();
         r.graph = std::move(g_);
         return r;
@@ -100,6 +102,26 @@ private:
     bool inferred_done_ = false;
 
     // ---- model level ----------------------------------------------------
+    // Every initializer, read or not, has a defined element type and as many
+    // raw bytes as its shape needs (onnx.checker's rule): a model that breaks
+    // either is malformed even where tsopt never reads the tensor.
+    static void check_initializer(const pb::TensorProto& t) {
+        const std::string what = "initializer '" + t.name() + "'";
+        if (t.data_type() == pb::TensorProto::UNDEFINED || !pb::TensorProto::DataType_IsValid(t.data_type()))
+            throw error(what + ": element type " + std::to_string(t.data_type()) + " is undefined");
+        const std::int64_t size = element_size(t.data_type());
+        if (!t.has_raw_data() || size == 0 || t.data_location() == pb::TensorProto::EXTERNAL) return;
+        std::int64_t n = 1;
+        for (auto d : t.dims()) {
+            if (d < 0 || d > max_extent) return;  // reported with the tensor's shape where it is read
+            n *= d;
+            if (n > max_elements) return;
+        }
+        if (static_cast<std::int64_t>(t.raw_data().size()) != n * size)
+            throw error(what + ": raw_data holds " + std::to_string(t.raw_data().size()) + " bytes, its shape and type (" +
+                        type_name(t.data_type()) + ") need " + std::to_string(n * size));
+    }
+
     std::int64_t check_opset(model& r) const {
         std::int64_t v = -1;
         for (const auto& o : m_.opset_import()) {
@@ -253,7 +275,16 @@ private:
     // path, which keeps every input).
     void check_arity(const pb::NodeProto& n, const std::string& who) const {
         const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
-        if (!schema) return;
+        // The default domain holds ONNX's operators only (onnx.checker rejects
+        // others too); a custom operator belongs in its own domain, where it
+        // becomes an opaque node.
+        if (!schema)
+            throw error(who + ": '" + n.op_type() + "' is not an ONNX operator at opset " + std::to_string(opset_) +
+                        " (a custom operator needs its own domain, e.g. com.example)");
+        for (const auto& at : n.attribute())
+            if (!schema->attributes().count(at.name()))
+                throw error(who + ": attribute '" + at.name() + "' is not one of " + n.op_type() + "'s (opset " +
+                            std::to_string(opset_) + ")");
         auto range = [](int lo, int hi) {
             return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
                    : lo == hi                             ? std::to_string(lo)
@@ -1089,14 +1120,14 @@ private:
                     "add it to value_info");
     }
 
-    // ONNX shape inference on a copy whose graph inputs carry the concrete
-    // shapes chosen at import (so dynamic batch dims become static).
-    void run_inference() {
-        if (inferred_done_ || !o_.shape_inference) return;
-        inferred_done_ = true;
+    // A copy of the model for ONNX shape inference: graph inputs carry the
+    // concrete shapes chosen at import (so dynamic batch dims become static),
+    // and the declared value_info is kept only for checking against it.
+    pb::ModelProto inference_copy(bool keep_value_info) const {
         pb::ModelProto copy = m_;
         auto* gp = copy.mutable_graph();
-        gp->clear_value_info();
+        if (!keep_value_info) gp->clear_value_info();
+
         for (auto& vi : *gp->mutable_input()) {
             auto it = syms_.find(vi.name());
             if (it == syms_.end() || !it->second.v || it->second.c) continue;
@@ -1128,6 +1159,35 @@ private:
             }
             if (bad) nodes->DeleteSubrange(i, 1);
         }
+        return copy;
+    }
+
+    // onnx.checker's full check runs ONNX shape inference in strict mode: a
+    // node whose inputs do not fit its operator (Div of [3,4,5] by [3,4], a
+    // BatchNormalization scale of the wrong length, a kernel_shape shorter
+    // than the input's spatial rank) makes the model invalid even where
+    // tsopt keeps the node opaque or reads only part of an attribute. The
+    // same inference, on the same sanitized copy run_inference uses (libonnx
+    // divides by a zero stride), rejects such a model by name.
+    void check_shapes_strictly() const {
+        if (!o_.shape_inference) return;
+        pb::ModelProto copy = inference_copy(true);
+        try {
+            ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
+                                                 ::onnx::ShapeInferenceOptions(/*check_type=*/true, /*error_mode=*/1));
+        } catch (const std::exception& e) {
+            std::string m = e.what();
+            while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+            throw error("ONNX shape inference (strict, as onnx.checker's full check) rejects the model: " + m);
+        }
+    }
+
+    // ONNX shape inference on inference_copy(false), best effort: fills
+    // inferred_ with the shapes of outputs value_info does not declare.
+    void run_inference() {
+        if (inferred_done_ || !o_.shape_inference) return;
+        inferred_done_ = true;
+        pb::ModelProto copy = inference_copy(false);
         try {
             ::onnx::shape_inference::InferShapes(copy);
         } catch (const std::exception&) {
