@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tsopt/io/atomic_file.hpp"
@@ -56,6 +57,27 @@ TEST_CASE("atomic file: writes, replaces, keeps permissions and links") {
     CHECK(fs::is_symlink(d / "link.bin"));
     CHECK(read_all(f) == "via link");
     CHECK(entries(d) == 2);  // no temporary left behind
+    fs::remove_all(d);
+}
+
+TEST_CASE("atomic file: temporaries a killed writer left behind are removed, a live writer's are kept") {
+    auto d = fresh_dir("stale");
+    // A process that has exited: its pid names no process now (pids are not
+    // reused this quickly).
+    pid_t dead = ::fork();
+    if (dead == 0) ::_exit(0);
+    REQUIRE(dead > 0);
+    int status = 0;
+    ::waitpid(dead, &status, 0);
+    const auto stale = d / (".out.bin.tmp." + std::to_string(dead) + ".0");
+    const auto live = d / ".out.bin.tmp.1.0";           // pid 1 is alive
+    const auto other = d / (".other.bin.tmp." + std::to_string(dead) + ".0");  // another destination's
+    for (const auto& p : {stale, live, other}) std::ofstream(p) << "partial";
+    tsopt::io::write_file_atomically(d / "out.bin", "new");
+    CHECK(read_all(d / "out.bin") == "new");
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(fs::exists(live));
+    CHECK(fs::exists(other));
     fs::remove_all(d);
 }
 

@@ -11,12 +11,15 @@
 // destination; the directory is then synced so the rename itself survives a
 // crash. On any failure the temporary is removed and the destination is left
 // untouched. A destination that is a symbolic link keeps the link: its target
-// is replaced. An existing destination's permission bits are kept.
+// is replaced. An existing destination's permission bits are kept. A kill -9
+// during a write leaves its temporary (`.NAME.tmp.PID.N`) behind; the next
+// write of the same destination removes those whose process is gone.
 //
 // Every file tsopt writes goes through here: exported models, reports, DOT
 // and SVG pictures, measurement caches, generated rule tables.
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -24,6 +27,7 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +51,24 @@ struct temp_file {
 
 inline std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
 
+// Removes the temporaries `.NAME.tmp.PID.N` of `name` in `dir` whose writer
+// process no longer exists (killed mid-write). Best effort: a live or
+// unknown writer's file, or any error, leaves things as they are.
+inline void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& name) {
+    const std::string prefix = "." + name + ".tmp.";
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string f = it->path().filename().string();
+        if (!f.starts_with(prefix)) continue;
+        const std::string rest = f.substr(prefix.size());
+        const auto dot = rest.find('.');
+        if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot) continue;
+        const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(it->path().c_str());
+    }
+}
+
 }  // namespace detail
 
 inline void write_file_atomically(const std::filesystem::path& destination, std::string_view bytes) {
@@ -67,6 +89,7 @@ inline void write_file_atomically(const std::filesystem::path& destination, std:
         throw error("cannot write '" + shown + "': it exists and is not a regular file");
     const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
 
+    detail::remove_stale_temporaries(dir, dest.filename().string());
     // A name no other writer (another thread, process or tsopt run) uses.
     static std::atomic<unsigned> counter{0};
     detail::temp_file tmp;
