@@ -180,6 +180,13 @@ const std::vector<tensor<modp>>& fingerprint_inputs(const options& o, bool secon
 }
 
 // ---------------------------------------------------------------- state
+bool representative_value(std::string_view param, std::int32_t v) {
+    if (param.starts_with("stride")) return v == 1;
+    if (param == "pad") return v == static_cast<std::int32_t>(spec::pad_mode::same);
+    if (param == "axis") return v <= 1;
+    return true;
+}
+
 namespace {
 
 struct boundary {
@@ -191,15 +198,7 @@ struct boundary {
 // takes the value of its *_h twin (kh/kw too), which keeps stride and kernel
 // combinations models use and divides the enumeration by 4 per operator.
 std::vector<spec::op_params> domain_combos(const spec::op_decl& d, bool representative) {
-    // Whether value v of parameter n is enumerated: with `representative`,
-    // stride 1, same padding and axes 0/1 only.
-    auto enumerated = [&](std::string_view n, std::int32_t v) {
-        if (!representative) return true;
-        if (n.starts_with("stride")) return v == 1;
-        if (n == "pad") return v == static_cast<std::int32_t>(spec::pad_mode::same);
-        if (n == "axis") return v <= 1;
-        return true;
-    };
+    auto enumerated = [&](std::string_view n, std::int32_t v) { return !representative || representative_value(n, v); };
     auto twin = [&](int i) {
         std::string_view n = d.params[static_cast<std::size_t>(i)].name;
         std::string h;

@@ -167,6 +167,10 @@ using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total, 
 
 // Phase 1+2: depth-first enumeration with incremental modp evaluation and
 // fingerprinting, in parallel over the first-level choices.
+// Whether --representative-params enumerates value v of a parameter named
+// `param`: stride 1, same padding, axes 0 and 1; every value of others.
+bool representative_value(std::string_view param, std::int32_t v);
+
 enumeration enumerate(const options& o, const progress_fn& progress = {});
 
 // Rebuilds a record (modp hashes as the enumeration computed them).

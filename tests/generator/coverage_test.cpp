@@ -158,17 +158,11 @@ disciplines snapshot_disciplines() {
     return {head.find("representative parameters") != std::string::npos, head.find("distinct operands") != std::string::npos};
 }
 
-// A parameter value the enumeration produces under --representative-params
-// (generator/enumerate.cpp, domain_combos): stride 1, same padding, axes 0
-// and 1; slots the generalization lifts to variables (param_decl::any_value)
-// take every value.
+// A parameter value the snapshot covers under --representative-params: one
+// the enumeration produces (gen::representative_value), or any value of a
+// slot the generalization lifts to variables (param_decl::any_value).
 bool representative(const sp::param_decl& pd, std::int32_t v) {
-    if (pd.any_value) return true;
-    std::string_view n = pd.name;
-    if (n.starts_with("stride")) return v == 1;
-    if (n == "pad") return v == static_cast<std::int32_t>(sp::pad_mode::same);
-    if (n == "axis") return v <= 1;
-    return true;
+    return pd.any_value || gen::representative_value(pd.name, v);
 }
 
 bool enumerable_params(const graph& g, const node& n, const std::map<std::string, gen::input_decl>& by_name,
