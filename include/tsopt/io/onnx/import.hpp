@@ -12,10 +12,13 @@
 #include <set>
 #include <sstream>
 
+// proto.hpp first: it defines ONNX_ML and ONNX_NAMESPACE, which the ONNX
+// headers below need to find onnx/onnx-ml.pb.h (a consumer compiling without
+// -DONNX_ML got "onnx/onnx.pb.h: No such file").
+#include "tsopt/io/onnx/proto.hpp"
+
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
-
-#include "tsopt/io/onnx/proto.hpp"
 
 namespace tsopt::onnx {
 
@@ -191,6 +194,7 @@ private:
         }
         if (bounded_elements(s) > max_elements) throw error(who + ": too many elements");
         if (syms_.count(vi.name())) throw error(who + ": defined twice");
+        check_declared(vi.name(), s, who);
         syms_[vi.name()].v = g_.input(vi.name(), s);
     }
 
@@ -304,18 +308,22 @@ private:
         if (bounded_elements(s) > max_elements) throw error(who + ": output '" + name + "' has too many elements " + s.str());
         for (int i = 0; i < s.rank; ++i)
             if (s[i] > max_extent) throw error(who + ": output '" + name + "' has too large an extent " + s.str());
-        if (auto it = declared_.find(name); it != declared_.end()) {
-            const declared_shape& d = it->second;
-            if (d.elem != 0 && d.elem != pb::TensorProto::FLOAT)
-                throw error(who + ": output '" + name + "' is declared " + type_name(d.elem) +
-                            "; tsopt graphs carry float32 tensors");
-            bool ok = !d.has_shape || d.s.rank == s.rank;
-            for (int i = 0; ok && d.has_shape && i < s.rank; ++i) ok = !d.fixed[static_cast<std::size_t>(i)] || d.s[i] == s[i];
-            if (!ok)
-                throw error(who + ": output '" + name + "' is declared with shape " + shape_text(d) +
-                            " in the model but computes to " + s.str());
-        }
+        check_declared(name, s, who + ": output '" + name + "'");
         define(name, v, who);
+    }
+    // A value_info or graph output entry must agree with the value it names,
+    // graph inputs included: ONNX shape inference takes the declaration over
+    // the input's own shape, so a contradicting one gave the opaque nodes
+    // reading that input shapes their re-import then refused.
+    void check_declared(const std::string& name, const shape& s, const std::string& what) const {
+        auto it = declared_.find(name);
+        if (it == declared_.end()) return;
+        const declared_shape& d = it->second;
+        if (d.elem != 0 && d.elem != pb::TensorProto::FLOAT)
+            throw error(what + " is declared " + type_name(d.elem) + "; tsopt graphs carry float32 tensors");
+        bool ok = !d.has_shape || d.s.rank == s.rank;
+        for (int i = 0; ok && d.has_shape && i < s.rank; ++i) ok = !d.fixed[static_cast<std::size_t>(i)] || d.s[i] == s[i];
+        if (!ok) throw error(what + " is declared with shape " + shape_text(d) + " in the model but is " + s.str());
     }
     static std::string shape_text(const declared_shape& d) {
         std::string r = "[";
@@ -780,9 +788,13 @@ private:
     // 4-wide axis once gave an extent of 0).
     value padded(value x, const std::array<std::int64_t, 4>& p, const std::string& who, const std::string& name) {
         const shape& s = g_.shape_of(x);
+        // Each pad must fit the operator's 32-bit parameter before the sum
+        // is formed: pads near 2^63 overflowed the 64-bit sum (fuzzer find).
+        std::array<std::int32_t, 4> q{};
+        for (std::size_t i = 0; i < 4; ++i) q[i] = int32(p[i], who, "pads");
         shape o = s;
         for (int d = 0; d < 2; ++d) {
-            const std::int64_t e = s[2 + d] + p[static_cast<std::size_t>(d)] + p[static_cast<std::size_t>(d + 2)];
+            const std::int64_t e = s[2 + d] + std::int64_t{q[static_cast<std::size_t>(d)]} + q[static_cast<std::size_t>(d + 2)];
             if (e > std::numeric_limits<std::int32_t>::max())
                 throw error(who + ": pads " + std::to_string(p[static_cast<std::size_t>(d)]) + " and " +
                             std::to_string(p[static_cast<std::size_t>(d + 2)]) + " make axis " + std::to_string(2 + d) +
@@ -790,7 +802,7 @@ private:
             o[2 + d] = e;
         }
         if (bounded_elements(o) > max_elements) throw error(who + ": padding input " + s.str() + " to " + o.str() + " gives too many elements");
-        return g_.pad(x, int32(p[0], who, "pads"), int32(p[2], who, "pads"), int32(p[1], who, "pads"), int32(p[3], who, "pads"), name);
+        return g_.pad(x, q[0], q[2], q[1], q[3], name);
     }
     static std::int32_t int32(std::int64_t v, const std::string& who, const char* what) {
         if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
