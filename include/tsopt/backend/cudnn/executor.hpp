@@ -83,6 +83,8 @@ public:
     explicit cudnn(options o) : opt_(std::move(o)), machine_(init_device(opt_)), cache_(name, machine_, cache_file(opt_, machine_)) {}
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) { return execute(g, in, opt_.mode); }
+    // Frees the plans execute() kept (device weights and buffers), as dnnl::drop_plans.
+    void drop_plans() { plans_.clear(); }
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in, run_mode m) {
         check_inputs(g, in);
         return plan_for(g, m).execute(in);

@@ -1135,10 +1135,34 @@ private:
     // A copy of the model for ONNX shape inference: graph inputs carry the
     // concrete shapes chosen at import (so dynamic batch dims become static),
     // and the declared value_info is kept only for checking against it.
+    // Large float initializers come without their data: inference reads
+    // only their type and dims (it reads values only of shape-like inputs,
+    // small integer or float tensors), and copying the weights twice (the
+    // strict check, then inference) made import peak at three copies of them.
     pb::ModelProto inference_copy(bool keep_value_info) const {
-        pb::ModelProto copy = m_;
+        pb::ModelProto copy;
+        copy.set_ir_version(m_.ir_version());
+        *copy.mutable_opset_import() = m_.opset_import();
+        *copy.mutable_functions() = m_.functions();
+        const pb::GraphProto& src = m_.graph();
         auto* gp = copy.mutable_graph();
-        if (!keep_value_info) gp->clear_value_info();
+        gp->set_name(src.name());
+        *gp->mutable_node() = src.node();
+        *gp->mutable_input() = src.input();
+        *gp->mutable_output() = src.output();
+        if (keep_value_info) *gp->mutable_value_info() = src.value_info();
+        for (const auto& t : src.initializer()) {
+            std::int64_t elements = 1;
+            for (auto d : t.dims()) elements = d <= 0 ? 0 : elements <= max_elements / d ? elements * d : max_elements;
+            auto* c = gp->add_initializer();
+            if (t.data_type() != pb::TensorProto::FLOAT || elements <= 4096) {
+                *c = t;
+                continue;
+            }
+            c->set_name(t.name());
+            c->set_data_type(t.data_type());
+            *c->mutable_dims() = t.dims();
+        }
 
         for (auto& vi : *gp->mutable_input()) {
             auto it = syms_.find(vi.name());
@@ -1216,22 +1240,38 @@ private:
 
 // Imports a serialized ModelProto. Throws tsopt::error naming the node,
 // attribute or field at fault.
-inline model import_model(std::string_view bytes, const import_options& o = {}) {
-    pb::ModelProto m;
+namespace detail {
+inline void parse_model(std::string_view bytes, pb::ModelProto& m) {
     if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
         !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
         throw error("not a valid ONNX model: the data does not parse as an onnx.ModelProto (truncated or not protobuf)");
+}
+}  // namespace detail
+
+inline model import_model(std::string_view bytes, const import_options& o = {}) {
+    pb::ModelProto m;
+    detail::parse_model(bytes, m);
     return detail::importer(m, o).run();
 }
 inline model import_model(const pb::ModelProto& m, const import_options& o = {}) { return detail::importer(m, o).run(); }
 
+// The file's bytes are read once, at their size, and freed once parsed, so
+// the weights exist twice at most while the graph is built (the parsed model
+// and the graph): a stringstream and its str() copy held four.
 inline model read_model(const std::string& path, const import_options& o = {}) {
-    std::ifstream f(path, std::ios::binary);
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) throw error("cannot open ONNX file '" + path + "'");
-    std::ostringstream ss;
-    ss << f.rdbuf();
     try {
-        return import_model(ss.str(), o);
+        pb::ModelProto m;
+        {
+            const std::streamoff size = f.tellg();
+            if (size < 0) throw error("cannot read its size");
+            std::string bytes(static_cast<std::size_t>(size), '\0');
+            f.seekg(0);
+            if (!f.read(bytes.data(), size)) throw error("cannot read " + std::to_string(size) + " bytes");
+            detail::parse_model(bytes, m);
+        }
+        return detail::importer(m, o).run();
     } catch (const error& e) {
         throw error(path + ": " + e.what());
     }
