@@ -703,7 +703,7 @@ run_result run(const run_config& c) {
     if (!c.listing_out.empty()) listing = render_listing(r.rules, r.spec_hash, head);
     if (!c.header_out.empty()) {
         try {
-            header = render_header(r.rules, r.spec_hash, head, np, r.verified);
+            header = render_header(r.rules, r.spec_hash, head, np, r.verified, c.header_namespace);
         } catch (const error& e) {
             header_error = e.what();
         }

@@ -1,5 +1,6 @@
 // Emission: rule names, the text listing and the constexpr C++ header.
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "gen.hpp"
@@ -147,8 +148,22 @@ void node_init(std::ostream& s, const spec::pattern_node& n) {
 }
 }  // namespace
 
+bool valid_namespace(std::string_view ns) {
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t end = std::min(ns.find("::", start), ns.size());
+        const std::string_view id = ns.substr(start, end - start);
+        if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) return false;
+        for (char ch : id)
+            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+        if (end == ns.size()) return true;
+        start = end + 2;
+    }
+}
+
 std::string render_header(std::span<const emitted_rule> rules, const std::string& hash, const std::string& summary,
-                          std::uint64_t unproven, bool verified) {
+                          std::uint64_t unproven, bool verified, const std::string& ns) {
+    if (!valid_namespace(ns)) throw error("generator: '" + ns + "' is not a C++ namespace name");
     for (auto& r : rules)
         if (!r.proven || !io::is_proof_record(r.provenance))
             throw error("generator: refusing to emit the unproven rule " + r.r.name + " into the header");
@@ -159,8 +174,11 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
     std::istringstream sum(summary);
     for (std::string line; std::getline(sum, line);) s << "//   " << line << "\n";
     s << "#pragma once\n#include <array>\n#include <cstddef>\n#include <span>\n#include <string_view>\n\n#include \"tsopt/rewrite/rule.hpp\"\n\n"
-         "namespace tsopt::rules {\n\n"
-         "// Hash of the operator declarations and axioms the rules were proven against.\n"
+         "namespace " << ns << " {\n\n";
+    // Outside tsopt::rules the names the tables use come in as aliases, so
+    // the rest of the text is the same for every namespace.
+    if (ns != "tsopt::rules") s << "namespace spec = ::tsopt::spec;\nnamespace rewrite = ::tsopt::rewrite;\n\n";
+    s << "// Hash of the operator declarations and axioms the rules were proven against.\n"
          "inline constexpr std::string_view generated_spec_hash = \""
       << hash << "\";\n"
          "// Every rule in this header was proven by Z3, or derived by rewriting from rules\n"
@@ -218,7 +236,7 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
     s << "}};\n\n// Every generated rule, each proven (by Z3 or by rewriting with Z3-proven rules);\n"
          "// the optimizer's registration entry point.\n"
          "inline std::span<const rewrite::rule> generated() { return generated_rules; }\n\n"
-         "}  // namespace tsopt::rules\n";
+         "}  // namespace " << ns << "\n";
     return s.str();
 }
 

@@ -379,9 +379,13 @@ std::string render_listing(std::span<const emitted_rule> rules, const std::strin
 std::string render_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary);
 // The constexpr header. Throws when a rule is not proven: tsopt::rules::generated()
 // only ever returns rules proven by Z3 or derived by rewriting from such
-// rules. `unproven` is recorded as a count.
+// rules. `unproven` is recorded as a count. `ns`: the namespace of the
+// header's symbols; an engine generating its own set next to the shipped
+// one (tsopt::rules) names another, e.g. "myengine::rules" (docs/install.md).
 std::string render_header(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
-                          std::uint64_t unproven = 0, bool verified = true);
+                          std::uint64_t unproven = 0, bool verified = true, const std::string& ns = "tsopt::rules");
+// Whether `ns` is a C++ namespace name (identifiers joined by ::).
+bool valid_namespace(std::string_view ns);
 
 // The whole pipeline (tsopt-gen's body).
 struct run_config {
@@ -416,6 +420,7 @@ struct run_config {
     bool generalize = true;
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     std::string header_out, listing_out, summary_out, unproven_out;
+    std::string header_namespace = "tsopt::rules";  // --namespace
     // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule
     // (tab-separated; the data --rlimit is calibrated from, docs/generator.md).
     std::string query_log_out;

@@ -22,6 +22,8 @@ const char* usage =
     "  --max-outputs N    most outputs a graph may have (1..4, default 2)\n"
     "  --threads N        worker threads (default: all cores)\n"
     "  --header FILE      write the constexpr rule header (generated_rules.hpp)\n"
+    "  --namespace NS     the header's namespace (default tsopt::rules): another one, e.g.\n"
+    "                     myengine::rules, lets an engine's own set live beside the shipped one\n"
     "  --listing FILE     write the plain-text rule listing (rules.txt)\n"
     "  --summary FILE     write the run summary as JSON (counts, phases, every candidate not proven)\n"
     "  --query-log FILE   write one line per Z3 query: verdict, seconds, Z3 resources spent, rule\n"
@@ -183,6 +185,11 @@ int main(int argc, char** argv) {
         else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
         else if (a == "--header") c.header_out = value();
         else if (a == "--listing") c.listing_out = value();
+        else if (a == "--namespace") {
+            c.header_namespace = value();
+            if (!tsopt::gen::valid_namespace(c.header_namespace))
+                die("--namespace: '" + c.header_namespace + "' is not a C++ namespace name (identifiers joined by ::)");
+        }
         else if (a == "--summary") c.summary_out = value();
         else if (a == "--no-verify") c.verify = false;
         else if (a == "--no-mbqi") c.mbqi = false;

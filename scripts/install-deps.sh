@@ -7,6 +7,7 @@ packages=(
   libz3-dev libboost-graph-dev doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-pip       # fetches the oneDNN 3.2 wheels below where python3 has no pip of its own
+  python3-venv      # tests/python: pip install . into a fresh virtual environment
   libonnx-testdata  # ONNX operator conformance tests: tests/io importer oracle
   graphviz          # `dot` for SVG pictures of graphs (tsopt/io/dot.hpp); optional at run time
   clang             # libFuzzer (-fsanitize=fuzzer) for the ONNX importer fuzz target

@@ -374,6 +374,19 @@ TEST_CASE("without verification no rule reaches the header or the listing") {
     CHECK(h.find("generated_verified = false") != std::string::npos);
     // The header refuses an unproven rule outright.
     CHECK_THROWS_AS(render_header(r.not_proven, r.spec_hash, "test"), error);
+    // An engine's own set in its own namespace (tests/consumer compiles one
+    // beside the shipped set); anything but a namespace name is refused.
+    auto own = render_header(r.rules, r.spec_hash, "test", r.skipped, false, "myengine::rules");
+    CHECK(own.find("namespace myengine::rules {") != std::string::npos);
+    CHECK(own.find("namespace spec = ::tsopt::spec;") != std::string::npos);
+    CHECK(own.find("}  // namespace myengine::rules") != std::string::npos);
+    CHECK(h.find("namespace spec =") == std::string::npos);  // the shipped header's text is unchanged
+    for (const char* bad : {"", "my engine", "a::", "::a", "1a::b", "a:::b", "a;b"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(valid_namespace(bad));
+        CHECK_THROWS_AS(render_header(r.rules, r.spec_hash, "test", 0, false, bad), error);
+    }
+    CHECK(valid_namespace("myengine::rules_v2"));
     // The inspection listing holds the candidates commented out: a loader reads no rule.
     auto u = render_unproven_listing(r.unproven_listing, r.spec_hash, "test");
     CHECK(u.find("NOT PROVEN") != std::string::npos);

@@ -27,10 +27,11 @@ const std::string_view bench_help =
     "  --tolerance E       max relative error between the two models' outputs (default 1e-4)\n"
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --profile           where each model's time goes: its plan's steps timed one by one, summed per operator kind\n"
+    "  --quiet             no progress lines on stderr (by default: a bar on a terminal, plain lines otherwise)\n"
     "  -h, --help          this text\n";
 
 int bench_command(int argc, char** argv, int first) {
-    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}});
+    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}, {"--quiet", false}});
     const auto& files = a.positional();
     if (files.empty() || files.size() > 2)
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
@@ -61,7 +62,7 @@ int bench_command(int argc, char** argv, int first) {
         }
         std::vector<std::vector<tensor<float>>> inputs{backend::random_inputs(graphs[0], seed)};
         if (graphs.size() == 2) inputs.push_back(inputs_by_name(graphs[0], inputs[0], graphs[1], files[1]));
-        progress prog;
+        progress prog(a.flag("--quiet"));
         std::vector<std::vector<tensor<float>>> outs;
         for (std::size_t m = 0; m < graphs.size(); ++m) {
             prog.line("compiling " + files[m]);

@@ -6,6 +6,10 @@
 
 namespace tsopt::cli {
 
+// The whole command line (argv[0] the program, argv[1] the subcommand):
+// runs it and returns the exit code; messages go to stdout and stderr.
+int run_command_line(int argc, char** argv);
+
 int optimize_command(int argc, char** argv, int first);
 int inspect_command(int argc, char** argv, int first);
 int bench_command(int argc, char** argv, int first);

@@ -1,89 +1,16 @@
 // tsopt: the command-line front end of the library (docs/cli.md).
 //   tsopt optimize IN.onnx -o OUT.onnx    tsopt inspect IN.onnx
 //   tsopt bench IN.onnx [OPT.onnx]        tsopt rules [--filter S]
-// Thin: parsing, progress and printing; the work is tsopt::optimize, the
-// ONNX importer/exporter, the backends and the DOT writer.
+// Thin: parsing, progress and printing (dispatch.cpp and the *_command.cpp
+// files); the work is tsopt::optimize, the ONNX importer/exporter, the
+// backends and the DOT writer.
 #include <csignal>
-#include <cstdio>
-#include <iostream>
-#include <new>
-#include <string>
-#include <string_view>
 
-#include "cli.hpp"
 #include "commands.hpp"
 
-namespace {
-
-constexpr std::string_view main_help =
-    "usage: tsopt <command> [options]\n"
-    "\n"
-    "Rewrites ONNX models into faster equivalent ones with verified graph rewrite rules.\n"
-    "\n"
-    "commands:\n"
-    "  optimize IN.onnx -o OUT.onnx   optimize a model, verify it, write it (and a report)\n"
-    "  inspect IN.onnx                operators, input/output shapes, opaque operators, FLOPs\n"
-    "  bench IN.onnx [OPT.onnx]       time one model, or two side by side, on a backend\n"
-    "  rules                          list the rules built into this binary\n"
-    "\n"
-    "`tsopt <command> --help` describes a command's options.\n"
-    "\n";
-
-}  // namespace
-
 int main(int argc, char** argv) {
-    using namespace tsopt::cli;
     // Past `ulimit -f`, write(2) fails with EFBIG instead of killing the
     // process, so the atomic writer removes its temporary and reports it.
     std::signal(SIGXFSZ, SIG_IGN);
-    if (argc < 2) {
-        std::cerr << main_help << exit_codes_text;
-        return exit_code::usage;
-    }
-    std::string_view cmd = argv[1];
-    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-        std::cout << main_help << exit_codes_text;
-        return exit_code::ok;
-    }
-    if (cmd == "--version") {
-        std::cout << "tsopt 0.1.0\n";
-        return exit_code::ok;
-    }
-    struct entry {
-        std::string_view name;
-        int (*run)(int, char**, int);
-        const std::string_view* help;
-    };
-    const entry commands[] = {{"optimize", optimize_command, &optimize_help},
-                              {"inspect", inspect_command, &inspect_help},
-                              {"bench", bench_command, &bench_help},
-                              {"rules", rules_command, &rules_help}};
-    const entry* e = nullptr;
-    for (const auto& c : commands)
-        if (c.name == cmd) e = &c;
-    if (!e) {
-        std::cerr << "tsopt: unknown command '" << cmd << "'\n\n" << main_help;
-        return exit_code::usage;
-    }
-    for (int i = 2; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--") break;
-        if (a == "--help" || a == "-h") {
-            std::cout << *e->help << "\n" << exit_codes_text;
-            return exit_code::ok;
-        }
-    }
-    try {
-        return e->run(argc, argv, 2);
-    } catch (const failure& f) {
-        std::cerr << "tsopt " << cmd << ": error: " << f.what() << "\n";
-        if (f.code == exit_code::usage) std::cerr << "(see `tsopt " << cmd << " --help`)\n";
-        return f.code;
-    } catch (const std::bad_alloc&) {
-        std::cerr << "tsopt " << cmd << ": error: out of memory\n";
-        return exit_code::internal;
-    } catch (const std::exception& x) {
-        std::cerr << "tsopt " << cmd << ": internal error: " << x.what() << "\n";
-        return exit_code::internal;
-    }
+    return tsopt::cli::run_command_line(argc, argv);
 }

@@ -15,6 +15,7 @@
 #include "tsopt/cost/sum.hpp"
 #include "tsopt/io/dot.hpp"
 #include "tsopt/optimize.hpp"
+#include "tsopt/version.hpp"
 
 namespace tsopt::cli {
 
@@ -51,6 +52,8 @@ const std::string_view optimize_help =
     "  --seed S                seed of the random inputs and the search (default 1)\n"
     "  --max-constant-mib N    largest constant a rewrite may create, in MiB (default: the larger of\n"
     "                          16 MiB and the model's weights); rewrites needing more are not applied\n"
+    "  --quiet                 no progress lines on stderr (by default: bars on a terminal, plain lines\n"
+    "                          when stderr is a file or a pipe)\n"
     "  -h, --help              this text\n"
     "\n"
     "Measured operator times are cached in $TSOPT_CACHE_DIR (default ~/.cache/tsopt).\n"
@@ -187,6 +190,7 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     auto inputs = backend::random_inputs(runnable[0], s.seed);
     prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
     auto pick = be.pick_fastest(runnable, inputs, s.reps);
+    be.drop_plans();  // the candidates' plans (weights in device layouts) are not run again
     prog.clear();
     o.candidates = cands.size();
     o.chosen_index = pick.best;
@@ -201,7 +205,12 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     o.node_cost = [measured, device_cost](const graph& h, std::size_t i, const std::vector<bool>& constant) {
         return measured->operator_cost(h, i, constant);
     };
-    o.execute = [&be](const graph& h, const std::vector<tensor<float>>& in) { return be.execute(h, in); };
+    // Verification runs two graphs once each: no plan is worth keeping.
+    o.execute = [&be](const graph& h, const std::vector<tensor<float>>& in) {
+        auto out = be.execute(h, in);
+        be.drop_plans();
+        return out;
+    };
     o.executor = std::string(B::name);
     return o;
 }
@@ -267,7 +276,7 @@ int optimize_command(int argc, char** argv, int first) {
     args a(argc, argv, first,
            {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--expansions"}, {"--batch"}, {"--dims"}, {"--report"},
             {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"},
-            {"--max-constant-mib"}});
+            {"--max-constant-mib"}, {"--quiet", false}});
     settings s;
     if (a.positional().size() != 1)
         throw usage_error(a.positional().empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
@@ -313,7 +322,7 @@ int optimize_command(int argc, char** argv, int first) {
 
     // A bad listing is refused before the model is read.
     chosen_rules rules(a);
-    progress prog;
+    progress prog(a.flag("--quiet"));
     auto model = load_model(s.in, s.import);
     const graph& g = model.graph;
 
@@ -492,7 +501,7 @@ int optimize_command(int argc, char** argv, int first) {
             .boolean("equal", agree)
             .str("executor", o.executor)
             .raw("cut_out_unimplemented", skipped);
-        rj.str("tool", "tsopt 0.1.0")
+        rj.str("tool", "tsopt " TSOPT_VERSION_STRING)
             .str("input", s.in)
             .raw("output", agree ? json_string(s.out) : "null")
             .str("backend", s.backend)

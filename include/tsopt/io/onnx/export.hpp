@@ -12,6 +12,7 @@
 
 #include "tsopt/io/atomic_file.hpp"
 #include "tsopt/io/onnx/import.hpp"
+#include "tsopt/version.hpp"
 
 namespace tsopt::onnx {
 
@@ -38,7 +39,7 @@ public:
         pb::ModelProto m;
         m.set_ir_version(o_.opset >= 14 ? 8 : 7);
         m.set_producer_name("tsopt");
-        m.set_producer_version("0.1.0");
+        m.set_producer_version(TSOPT_VERSION_STRING);
         auto* op = m.add_opset_import();
         op->set_domain("");
         op->set_version(o_.opset);
