@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "gen.hpp"
 #include "tsopt/io/atomic_file.hpp"
 #include "tsopt/spec/axioms.hpp"
@@ -113,16 +115,6 @@ std::string seconds_text(double s) {
     return b;
 }
 
-std::string json_escape(std::string_view s) {
-    std::string o;
-    for (char c : s) {
-        if (c == '"' || c == '\\') o += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) { o += ' '; continue; }
-        o += c;
-    }
-    return o;
-}
-
 void write_file(const std::string& path, const std::string& content) { tsopt::io::write_file_atomically(path, content); }
 
 struct oriented {
@@ -178,37 +170,52 @@ std::string run_result::summary_text() const {
 }
 
 std::string run_result::summary_json() const {
-    std::ostringstream s;
-    s << "{\n  \"spec_hash\": \"" << spec_hash << "\",\n"
-      << "  \"graphs\": " << st.graphs << ",\n  \"dfs_nodes\": " << st.dfs_nodes << ",\n"
-      << "  \"fingerprints\": " << st.fingerprints << ",\n  \"buckets\": " << st.buckets << ",\n"
-      << "  \"candidates\": " << st.candidates << ",\n  \"confirmed\": " << st.confirmed << ",\n"
-      << "  \"after_renaming\": " << st.after_renaming << ",\n  \"after_common_inputs\": " << st.after_common_inputs << ",\n"
-      << "  \"after_common_outputs\": " << st.after_common_outputs << ",\n  \"with_direction\": " << st.with_direction << ",\n"
-      << "  \"verified\": " << (verified ? "true" : "false") << ",\n"
-      << "  \"derived\": " << derived << ",\n  \"settled\": " << settled << ",\n  \"z3_queries\": " << z3_queries << ",\n"
-      << "  \"max_z3_memory_mb\": " << max_z3_memory_mb << ",\n  \"derived_rules_not_emitted\": " << derived_rules.size() << ",\n"
-      << "  \"proven\": " << proven << ",\n  \"unproven\": " << unproven << ",\n  \"timeouts\": " << timeouts << ",\n"
-      << "  \"not_verified\": " << skipped << ",\n"
-      << "  \"rejected\": " << unproven + timeouts + skipped << ",\n"
-      << "  \"max_proof_seconds\": " << max_proof_seconds << ",\n"
-      << "  \"proofs_near_limit\": " << near_limit << ",\n"
-      << "  \"max_proof_rlimit\": " << max_proof_rlimit << ",\n"
-      << "  \"rlimit\": " << rlimit << ",\n  \"proven_transposed\": " << proven_transposed << ",\n  \"derived_after_z3\": " << derived_after_z3 << ",\n"
-      << "  \"derive_seconds\": " << derive_seconds << ",\n  \"derive_failed_seconds\": " << derive_failed_seconds << ",\n"
-      << "  \"z3_proof_seconds\": " << z3_proof_seconds << ",\n  \"z3_other_seconds\": " << z3_other_seconds << ",\n"
-      << "  \"disconnected_sources\": " << disconnected_sources << ",\n"
-      << "  \"generalized_rules\": " << generalized_rules << ",\n  \"generalized_instances\": " << generalized_instances
-      << ",\n  \"generalize_unproven\": " << generalize_unproven << ",\n"
-      << "  \"rules_emitted\": " << rules.size() << ",\n  \"not_proven_rules\": " << not_proven.size() << ",\n  \"phases\": [";
-    for (std::size_t i = 0; i < phases.size(); ++i)
-        s << (i ? "," : "") << "\n    {\"name\": \"" << phases[i].name << "\", \"seconds\": " << phases[i].seconds
-          << ", \"peak_mib\": " << phases[i].peak_kib / 1024.0 << "}";
-    s << "\n  ],\n  \"unproven_listing\": [";
-    for (std::size_t i = 0; i < unproven_listing.size(); ++i)
-        s << (i ? "," : "") << "\n    \"" << json_escape(unproven_listing[i]) << "\"";
-    s << "\n  ]\n}\n";
-    return s.str();
+    using json = nlohmann::ordered_json;
+    json phase_list = json::array();
+    for (const auto& p : phases) phase_list.push_back({{"name", p.name}, {"seconds", p.seconds}, {"peak_mib", p.peak_kib / 1024.0}});
+    const json j = {{"schema", "tsopt-gen-summary"},
+                    {"schema_version", 1},
+                    {"spec_hash", spec_hash},
+                    {"graphs", st.graphs},
+                    {"dfs_nodes", st.dfs_nodes},
+                    {"fingerprints", st.fingerprints},
+                    {"buckets", st.buckets},
+                    {"candidates", st.candidates},
+                    {"confirmed", st.confirmed},
+                    {"after_renaming", st.after_renaming},
+                    {"after_common_inputs", st.after_common_inputs},
+                    {"after_common_outputs", st.after_common_outputs},
+                    {"with_direction", st.with_direction},
+                    {"verified", verified},
+                    {"derived", derived},
+                    {"settled", settled},
+                    {"z3_queries", z3_queries},
+                    {"max_z3_memory_mb", max_z3_memory_mb},
+                    {"derived_rules_not_emitted", derived_rules.size()},
+                    {"proven", proven},
+                    {"unproven", unproven},
+                    {"timeouts", timeouts},
+                    {"not_verified", skipped},
+                    {"rejected", unproven + timeouts + skipped},
+                    {"max_proof_seconds", max_proof_seconds},
+                    {"proofs_near_limit", near_limit},
+                    {"max_proof_rlimit", max_proof_rlimit},
+                    {"rlimit", rlimit},
+                    {"proven_transposed", proven_transposed},
+                    {"derived_after_z3", derived_after_z3},
+                    {"derive_seconds", derive_seconds},
+                    {"derive_failed_seconds", derive_failed_seconds},
+                    {"z3_proof_seconds", z3_proof_seconds},
+                    {"z3_other_seconds", z3_other_seconds},
+                    {"disconnected_sources", disconnected_sources},
+                    {"generalized_rules", generalized_rules},
+                    {"generalized_instances", generalized_instances},
+                    {"generalize_unproven", generalize_unproven},
+                    {"rules_emitted", rules.size()},
+                    {"not_proven_rules", not_proven.size()},
+                    {"phases", phase_list},
+                    {"unproven_listing", unproven_listing}};
+    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 run_result run(const run_config& c) {

@@ -15,6 +15,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from schema_check import validate_file  # noqa: E402
+
 TSOPT, ROOT, WORK, PERTURB = sys.argv[1:5]
 # Under AddressSanitizer (meson sets TSOPT_SANITIZED) the command runs about
 # 8x slower, and ASan reserves terabytes of shadow address space at start, so
@@ -23,6 +26,7 @@ TSOPT, ROOT, WORK, PERTURB = sys.argv[1:5]
 SANITIZED = os.environ.get("TSOPT_SANITIZED") == "1"
 SLOWER = 8 if SANITIZED else 1
 DEMO = os.path.join(ROOT, "models", "demo.onnx")
+SCHEMA = os.path.join(ROOT, "docs", "schema")
 failures = []
 
 
@@ -77,6 +81,16 @@ for cmd in ["optimize", "inspect", "bench", "rules"]:
 check("inspect demo", ["inspect", DEMO], 0,
       stdout_has=["data  [1,8,16,16]", "output  [1,320,2,2]", "conv2d", "opaque operators", "FLOPs"])
 
+rc, out, _ = check("inspect --json", ["inspect", DEMO, "--json"], 0)
+try:
+    doc = json.loads(out)
+    problems = validate_file(doc, os.path.join(SCHEMA, "inspect.schema.json"))
+    expect("inspect --json follows docs/schema/inspect.schema.json", not problems, "; ".join(problems[:5]))
+    expect("inspect --json: the demo's interface", [i["shape"] for i in doc["inputs"]] == [[1, 8, 16, 16]] and
+           doc["outputs"][0]["shape"] == [1, 320, 2, 2], str(doc["inputs"]))
+except ValueError as e:
+    expect("inspect --json prints JSON", False, repr(e))
+
 # ---- rules -------------------------------------------------------------------
 rc, out, _ = check("rules --count", ["rules", "--count"], 0)
 total = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
@@ -124,8 +138,8 @@ expect("optimize wrote the model", os.path.isfile(opt_a) and os.path.getsize(opt
 try:
     with open(rep_a) as f:
         r = json.load(f)
-    expect("report: fields", all(k in r for k in ["before", "after", "search", "rules_used", "verification"]),
-           str(sorted(r)))
+    problems = validate_file(r, os.path.join(SCHEMA, "report.schema.json"))
+    expect("report follows docs/schema/report.schema.json", not problems, "; ".join(problems[:5]))
     expect("report: verification equal", r["verification"]["equal"] is True and
            r["verification"]["max_relative_error"] <= 1e-4)
     expect("report: cost never higher", r["after"]["cost_ms"] <= r["before"]["cost_ms"] + 1e-12)
@@ -160,7 +174,12 @@ check("optimize cpu", ["optimize", DEMO, "-o", opt_c, "--backend", "cpu", "--bud
 try:
     with open(rep_c) as f:
         r = json.load(f)
+    problems = validate_file(r, os.path.join(SCHEMA, "report.schema.json"))
+    expect("cpu report follows docs/schema/report.schema.json", not problems, "; ".join(problems[:5]))
     expect("cpu report: end-to-end times", r["before"]["end_to_end_ms"] > 0 and r["after"]["end_to_end_ms"] > 0)
+    expect("cpu report: rules_used is none exactly when the original was kept",
+           (r["rules_used_of"] == "none") == r["kept_original"] and (r["rules_used_of"] != "none" or not r["rules_used"]),
+           f'{r["rules_used_of"]}, kept_original {r["kept_original"]}')
     expect("cpu report: chosen is the fastest timed",
            r["after"]["end_to_end_ms"] <= min(x for x in r["candidate_ms"] if x is not None) + 1e-12)
 except Exception as e:  # noqa: BLE001
@@ -186,6 +205,15 @@ for opt in [opt_a, opt_c]:
     check(f"bench demo vs {os.path.basename(opt)}", ["bench", DEMO, opt, "--reps", "3"], 0,
           stdout_has=["ms", "speedup", "equal"])
 check("bench one model", ["bench", DEMO, "--reps", "2"], 0, stdout_has=["median of 2", "ms"])
+rc, out, _ = check("bench --json", ["bench", DEMO, opt_a, "--reps", "2", "--json", "--quiet"], 0)
+try:
+    doc = json.loads(out)
+    problems = validate_file(doc, os.path.join(SCHEMA, "bench.schema.json"))
+    expect("bench --json follows docs/schema/bench.schema.json", not problems, "; ".join(problems[:5]))
+    expect("bench --json: two models, outputs equal", len(doc["models"]) == 2 and doc["outputs"]["equal"] is True)
+except ValueError as e:
+    expect("bench --json prints JSON", False, repr(e))
+check("bench --json with --profile", ["bench", DEMO, "--json", "--profile"], 1, stderr_has=["--profile"])
 try:
     import onnx  # optional: the official checker, when the Python package is present
 

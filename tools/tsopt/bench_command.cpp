@@ -28,10 +28,14 @@ const std::string_view bench_help =
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --profile           where each model's time goes: its plan's steps timed one by one, summed per operator kind\n"
     "  --quiet             no progress lines on stderr (by default: a bar on a terminal, plain lines otherwise)\n"
+    "  --json              the results as one JSON object on stdout (docs/schema/bench.schema.json)\n"
     "  -h, --help          this text\n";
 
 int bench_command(int argc, char** argv, int first) {
-    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}, {"--quiet", false}});
+    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}, {"--quiet", false},
+                                {"--json", false}});
+    const bool as_json = a.flag("--json");
+    if (as_json && a.flag("--profile")) throw usage_error("--profile prints a table; it does not combine with --json");
     const auto& files = a.positional();
     if (files.empty() || files.size() > 2)
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
@@ -55,9 +59,11 @@ int bench_command(int argc, char** argv, int first) {
         std::set<std::string> unimplemented;
         for (const graph& g : graphs) unimplemented.merge(unimplemented_types(g, be.opaque_impls));
         if (!unimplemented.empty()) {
-            std::cout << "tsopt bench: opaque operator(s)";
-            for (const auto& t : unimplemented) std::cout << " " << t;
-            std::cout << " have no implementation; timing the graph without them (their outputs fed random values)\n";
+            if (!as_json) {
+                std::cout << "tsopt bench: opaque operator(s)";
+                for (const auto& t : unimplemented) std::cout << " " << t;
+                std::cout << " have no implementation; timing the graph without them (their outputs fed random values)\n";
+            }
             for (graph& g : graphs) g = cut_around(g, unimplemented);
         }
         std::vector<std::vector<tensor<float>>> inputs{backend::random_inputs(graphs[0], seed)};
@@ -78,6 +84,34 @@ int bench_command(int argc, char** argv, int first) {
         std::vector<double> med;
         for (auto& v : t) med.push_back(backend::median(v));
 
+        const double err = graphs.size() == 2 ? max_relative_error(outs[1], outs[0]) : 0;
+        const bool agree = err <= tolerance;
+        if (as_json) {
+            json models = json::array();
+            for (std::size_t m = 0; m < graphs.size(); ++m)
+                models.push_back({{"file", files[m]}, {"median_ms", med[m]}, {"operators", graphs[m].op_count()}});
+            const json j = {{"schema", "tsopt-bench"},
+                            {"schema_version", 1},
+                            {"device", device_text<B>()},
+                            {"reps", reps},
+                            {"models", models},
+                            {"not_run_opaque", unimplemented},
+                            {"speedup", graphs.size() == 2 && med[1] > 0 ? json(med[0] / med[1]) : json(nullptr)},
+                            {"outputs", graphs.size() == 2 ? json{{"max_relative_error", json_number(err)},
+                                                                  {"tolerance", tolerance},
+                                                                  {"equal", agree}}
+                                                           : json(nullptr)}};
+            std::cout << j.dump(2) << "\n";
+        }
+        auto differ = [&] {
+            return mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
+                                  scientific(err) + " > tolerance " + scientific(tolerance) + ")");
+        };
+        if (as_json) {
+            if (!agree) throw differ();
+            return static_cast<int>(exit_code::ok);
+        }
+
         std::size_t width = 10;
         for (const auto& f : files) width = std::max(width, f.size() + 2);
         std::cout << "tsopt bench: " << device_text<B>() << ", median of " << reps << " end-to-end runs\n";
@@ -89,15 +123,11 @@ int bench_command(int argc, char** argv, int first) {
             std::cout << "\n";
         }
         if (graphs.size() == 2) {
-            double err = max_relative_error(outs[1], outs[0]);
-            bool agree = err <= tolerance;
             std::cout << std::fixed << "  speedup: " << std::setprecision(2) << (med[1] > 0 ? med[0] / med[1] : 0)
                       << "x (" << files[0] << " / " << files[1] << ")\n"
                       << std::scientific << std::setprecision(2) << "  outputs: max relative error " << err
                       << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
-            if (!agree)
-                throw mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
-                                     scientific(err) + " > tolerance " + scientific(tolerance) + ")");
+            if (!agree) throw differ();
         }
         if (a.flag("--profile"))
             for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m]);

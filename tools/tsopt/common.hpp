@@ -16,6 +16,8 @@
 #include <vector>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tsopt/backend/reference/executor.hpp"
 #include "tsopt/io/atomic_file.hpp"
 #include "tsopt/onnx.hpp"
@@ -265,48 +267,12 @@ inline void check_distinct(const std::vector<std::pair<std::string, std::string>
 }
 
 // ---- JSON ----------------------------------------------------------------
+// nlohmann/json, keys in insertion order (the reports read top-down). Every
+// JSON document tsopt writes carries "schema" and "schema_version"; their
+// JSON Schemas are in docs/schema/.
+using json = nlohmann::ordered_json;
 
-inline std::string json_string(std::string_view s) {
-    std::string r = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': r += "\\\""; break;
-            case '\\': r += "\\\\"; break;
-            case '\n': r += "\\n"; break;
-            case '\t': r += "\\t"; break;
-            case '\r': r += "\\r"; break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    r += buf;
-                } else
-                    r += static_cast<char>(c);
-        }
-    }
-    return r + "\"";
-}
-inline std::string json_number(double v) {
-    if (!std::isfinite(v)) return "null";
-    std::ostringstream os;
-    os << std::setprecision(10) << v;
-    return os.str();
-}
-
-// Builds one JSON object: `json_object o; o.add("k", "\"v\""); o.str()`.
-class json_object {
-public:
-    json_object& raw(std::string_view key, const std::string& json) {
-        body_ += (body_.empty() ? "" : ",") + std::string("\n") + json_string(key) + ": " + json;
-        return *this;
-    }
-    json_object& str(std::string_view key, std::string_view v) { return raw(key, json_string(v)); }
-    json_object& num(std::string_view key, double v) { return raw(key, json_number(v)); }
-    json_object& boolean(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
-    std::string str() const { return "{" + body_ + "\n}"; }
-
-private:
-    std::string body_;
-};
+// A JSON number, or null where there is none (NaN, infinity, absent).
+inline json json_number(std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 
 }  // namespace tsopt::cli

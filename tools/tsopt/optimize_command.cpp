@@ -248,26 +248,24 @@ void write_file(const std::string& path, const std::string& bytes, const char* w
     }
 }
 
-std::string op_counts_json(const graph& g) {
+json op_counts_json(const graph& g) {
     std::map<std::string, int> c;
     for (const node& n : g.nodes)
         if (n.kind == node_kind::op || n.kind == node_kind::opaque) ++c[std::string(n.type_name())];
-    json_object o;
-    for (const auto& [k, v] : c) o.num(k, v);
-    return o.str();
+    json o = json::object();
+    for (const auto& [k, v] : c) o[k] = v;
+    return o;
 }
 
-std::string metrics_json(const cost::metrics& m, std::size_t ops, std::optional<double> ms, double cost, const graph& g) {
-    json_object o;
-    o.raw("end_to_end_ms", ms ? json_number(*ms) : "null")
-        .num("cost_ms", cost)
-        .num("operators", static_cast<double>(ops))
-        .num("flops", m.flops)
-        .num("memory_bytes", m.memory_bytes)
-        .num("kernel_launches", m.launches)
-        .num("peak_memory_bytes", m.peak_bytes)
-        .raw("operator_counts", op_counts_json(g));
-    return o.str();
+json metrics_json(const cost::metrics& m, std::size_t ops, std::optional<double> ms, double cost, const graph& g) {
+    return {{"end_to_end_ms", json_number(ms)},
+            {"cost_ms", cost},
+            {"operators", ops},
+            {"flops", m.flops},
+            {"memory_bytes", m.memory_bytes},
+            {"kernel_launches", m.launches},
+            {"peak_memory_bytes", m.peak_bytes},
+            {"operator_counts", op_counts_json(g)}};
 }
 
 }  // namespace
@@ -364,6 +362,9 @@ int optimize_command(int argc, char** argv, int first) {
     auto before = md.evaluate(g), after = md.evaluate(o.chosen);
     const auto& rep = o.result.report;
     const bool kept_original = o.chosen_index == 0;
+    // Whose derivation the rules used are: the search records its best
+    // graph's; a faster top-k candidate written instead has none recorded.
+    const bool chose_best = !kept_original && o.chosen.structural_hash() == o.result.optimized.structural_hash();
 
     if (agree) write_file(s.out, bytes, "the optimized model");
 
@@ -457,7 +458,8 @@ int optimize_command(int argc, char** argv, int first) {
     }
     if (kept_original || rep.rule_uses.empty()) out << "  rules used: none\n";
     else {
-        out << "  rules used (" << (o.chosen_index == 1 ? "derivation of the chosen graph" : "derivation of the optimizer's best graph")
+        out << "  rules used (" << (chose_best ? "derivation of the chosen graph"
+                                    : "derivation of the optimizer's best graph; the chosen candidate's is not recorded")
             << "):\n";
         std::vector<std::pair<std::string, int>> uses(rep.rule_uses.begin(), rep.rule_uses.end());
         std::stable_sort(uses.begin(), uses.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
@@ -469,62 +471,58 @@ int optimize_command(int argc, char** argv, int first) {
         << std::defaultfloat;
 
     if (!s.report.empty()) {
-        json_object rj;
-        json_object rules_used;
+        json rules_used = json::object();
         if (!kept_original)
-            for (const auto& [name, n] : rep.rule_uses) rules_used.num(name, n);
-        json_object search_j;
-        search_j.num("seconds", o.search_s)
-            .num("budget_seconds", s.budget)
-            .num("max_expansions", static_cast<double>(s.expansions))
-            .num("alpha", s.alpha)
-            .str("stopped", search::to_string(rep.stopped))
-            .num("parts", static_cast<double>(rep.parts))
-            .num("expansions", static_cast<double>(rep.expansions))
-            .num("generated", static_cast<double>(rep.generated))
-            .num("duplicates", static_cast<double>(rep.dedup_hits))
-            .num("rejected_applications", static_cast<double>(rep.rejected))
-            .num("refused_oversized_constants", static_cast<double>(rep.oversized_constants))
-            .num("max_constant_bytes", static_cast<double>(rep.max_constant_bytes))
-            .num("pruned", static_cast<double>(rep.pruned))
-            .boolean("improved_cost", rep.improved);
-        std::string cand = "[";
-        for (std::size_t c = 0; c < o.candidate_ms.size(); ++c)
-            cand += (c ? ", " : "") + json_number(o.candidate_ms[c]);
-        cand += "]";
-        json_object ver;
-        std::string skipped = "[";
-        for (const auto& t : o.unimplemented) skipped += (skipped.size() > 1 ? ", " : "") + json_string(t);
-        skipped += "]";
-        ver.num("max_relative_error", err)
-            .num("tolerance", s.tolerance)
-            .boolean("equal", agree)
-            .str("executor", o.executor)
-            .raw("cut_out_unimplemented", skipped);
-        rj.str("tool", "tsopt " TSOPT_VERSION_STRING)
-            .str("input", s.in)
-            .raw("output", agree ? json_string(s.out) : "null")
-            .str("backend", s.backend)
-            .str("cost_model", o.cost_model)
-            .str("rules", rules.text())
-            .num("rule_count", static_cast<double>(rules.rules().size()))
-            .raw("before", metrics_json(before, g.op_count(), o.ms_before, o.cost_before, g))
-            .raw("after", metrics_json(after, o.chosen.op_count(), o.ms_after, o.cost_after, o.chosen))
-            .raw("speedup", o.ms_before && o.ms_after && *o.ms_after > 0 ? json_number(*o.ms_before / *o.ms_after) : "null")
-            .raw("search", search_j.str())
-            .raw("rules_used", rules_used.str())
-            .raw("candidate_ms", cand)
-            .num("chosen_candidate", static_cast<double>(o.chosen_index))
-            .boolean("kept_original", kept_original)
-            .num("rejected_candidates", static_cast<double>(o.rejected))
-            .raw("verification", ver.str());
-        std::string dots = "[";
-        for (std::size_t k = 0; k < pictures.size(); ++k) {
-            dots += (k ? ", " : "") + json_string(pictures[k].dot_path);
-            if (!pictures[k].svg_path.empty()) dots += ", " + json_string(pictures[k].svg_path);
+            for (const auto& [name, n] : rep.rule_uses) rules_used[name] = n;
+        json candidate_ms = json::array();
+        for (double ms : o.candidate_ms) candidate_ms.push_back(json_number(ms));
+        json picture_paths = json::array();
+        for (const auto& p : pictures) {
+            picture_paths.push_back(p.dot_path);
+            if (!p.svg_path.empty()) picture_paths.push_back(p.svg_path);
         }
-        rj.raw("pictures", dots + "]");
-        write_file(s.report, rj.str() + "\n", "the report");
+        const json rj = {
+            {"schema", "tsopt-optimize-report"},
+            {"schema_version", 1},
+            {"tool", "tsopt " TSOPT_VERSION_STRING},
+            {"input", s.in},
+            {"output", agree ? json(s.out) : json(nullptr)},
+            {"backend", s.backend},
+            {"cost_model", o.cost_model},
+            {"rules", rules.text()},
+            {"rule_count", rules.rules().size()},
+            {"before", metrics_json(before, g.op_count(), o.ms_before, o.cost_before, g)},
+            {"after", metrics_json(after, o.chosen.op_count(), o.ms_after, o.cost_after, o.chosen)},
+            {"speedup", o.ms_before && o.ms_after && *o.ms_after > 0 ? json_number(*o.ms_before / *o.ms_after) : json(nullptr)},
+            {"search",
+             {{"seconds", o.search_s},
+              {"budget_seconds", s.budget},
+              {"max_expansions", s.expansions},
+              {"alpha", s.alpha},
+              {"stopped", search::to_string(rep.stopped)},
+              {"parts", rep.parts},
+              {"expansions", rep.expansions},
+              {"generated", rep.generated},
+              {"duplicates", rep.dedup_hits},
+              {"rejected_applications", rep.rejected},
+              {"refused_oversized_constants", rep.oversized_constants},
+              {"max_constant_bytes", rep.max_constant_bytes},
+              {"pruned", rep.pruned},
+              {"improved_cost", rep.improved}}},
+            {"rules_used", rules_used},
+            {"rules_used_of", kept_original ? "none" : chose_best ? "chosen" : "optimizer_best"},
+            {"candidate_ms", candidate_ms},
+            {"chosen_candidate", o.chosen_index},
+            {"kept_original", kept_original},
+            {"rejected_candidates", o.rejected},
+            {"verification",
+             {{"max_relative_error", json_number(err)},
+              {"tolerance", s.tolerance},
+              {"equal", agree},
+              {"executor", o.executor},
+              {"cut_out_unimplemented", o.unimplemented}}},
+            {"pictures", picture_paths}};
+        write_file(s.report, rj.dump(2) + "\n", "the report");
     }
 
     if (!agree)
