@@ -574,6 +574,39 @@ TEST_CASE("dnnl pick_fastest keeps every candidate's plan alive beyond max_plans
     CHECK(r.rejected[1]);  // chain(n) differ from each other: rejected, but still run safely
 }
 
+TEST_CASE("dnnl plans of one backend share converted weights, only while their source lives") {
+    backend::dnnl b({.persist = false});
+    const graph g = chain(3, 32, 16);
+    graph g2 = g;  // a candidate: the same weight tensors, one more operator
+    const value last = g2.outputs[0];
+    g2.outputs.clear();
+    g2.mark_output(g2.tanh(last));
+    auto p1 = b.compile(g);
+    if (p1->stats.persistent_bytes == 0) {
+        MESSAGE("oneDNN reads these weights in place on this CPU: nothing converted to share");
+        return;
+    }
+    auto p2 = b.compile(g2);
+    CHECK(p2->stats.shared_conversions == 3);
+    // Other tensors of the same shapes and values are other sources: not shared.
+    graph g3;
+    {
+        std::mt19937_64 rng(11);
+        auto x = g3.input("x", {1, 32, 16, 16});
+        for (int i = 0; i < 3; ++i) x = g3.relu(g3.conv2d(x, g3.weight("w" + std::to_string(i), {32, 32, 3, 3}, rng)));
+        g3.mark_output(x);
+    }
+    CHECK(b.compile(g3)->stats.shared_conversions == 0);
+    // The shared data outlives the plan that converted it.
+    p1.reset();
+    const auto in = backend::random_inputs(g2, 7);
+    const auto got = p2->run(in);
+    backend::reference ref;
+    const auto want = ref.execute(g2, in);
+    REQUIRE(got.size() == want.size());
+    CHECK(relative_error(got[0], want[0]) < 1e-4);
+}
+
 TEST_CASE("dnnl runs every zoo model at a small size like the reference") {
     backend::dnnl b({.persist = false});
     for (const auto& m : zoo::models()) {

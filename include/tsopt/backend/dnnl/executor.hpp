@@ -102,10 +102,11 @@ inline void lower_node(lowering& L, std::size_t i) {
 }
 
 inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque,
-                                     const opaque_lowering_map& native = {}, const opaque_eltwise_map& elementwise = {}) {
+                                     const opaque_lowering_map& native = {}, const opaque_eltwise_map& elementwise = {},
+                                     shared_conversions* shared = nullptr) {
     g.validate();
     auto p = std::make_unique<plan>(eng);
-    lowering L(*p, g, opaque, native, elementwise);
+    lowering L(*p, g, opaque, native, elementwise, shared);
     const std::vector<bool> live = live_nodes(g);
     // Weights first, so a node may read a constant operand whose weight comes
     // later in topological order (a conv fusing a bias added after it).
@@ -200,7 +201,11 @@ public:
                               : std::filesystem::path{}) {}
 
     // A fresh plan for g (execute() keeps and reuses them; this does not).
-    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const { return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise); }
+    // Converted weights are shared with the other plans of this backend
+    // (dnnl_impl::shared_conversions).
+    std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const {
+        return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise, &conversions_);
+    }
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
         check_inputs(g, in);
@@ -389,6 +394,7 @@ private:
     cpu_caches caches_ = detect_cpu_caches();
     std::optional<bool> model_fits_llc_;  // price_for_model
     plan_cache<std::shared_ptr<dnnl_impl::plan>> plans_;
+    mutable dnnl_impl::shared_conversions conversions_;  // compile() is const: a cache, not state
 };
 
 static_assert(measurer<dnnl>);

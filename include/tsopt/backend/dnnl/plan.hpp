@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -91,7 +92,8 @@ struct buffer {
     std::size_t bytes = 0;
     bool persistent = false;
     const float* external = nullptr;  // persistent: weight / folded constant data owned elsewhere
-    std::vector<float> own;           // persistent: converted constants
+    std::shared_ptr<const tensor<float>> source;  // persistent: the constant `external` points into
+    std::shared_ptr<std::vector<float>> own;      // persistent: converted constants (shared_conversions)
     std::size_t offset = 0;           // arena buffers: planned offset
     int first = INT_MAX, last = INT_MIN;  // arena buffers: lifetime in steps
 };
@@ -121,6 +123,7 @@ struct plan_stats {
     std::size_t scratch_bytes = 0;     // one scratchpad shared by all primitives
     std::size_t primitives = 0, conversions = 0, custom_steps = 0, fallbacks = 0;
     std::size_t fused_ops = 0;  // operators run as post-ops of their producer's primitive
+    std::size_t shared_conversions = 0;  // converted constants another plan of the backend already held
 };
 
 class plan {
@@ -142,7 +145,7 @@ public:
     float* ptr(int b) {
         buffer& x = bufs[static_cast<std::size_t>(b)];
         if (!x.persistent) return reinterpret_cast<float*>(arena_ + x.offset);
-        return x.external ? const_cast<float*>(x.external) : x.own.data();
+        return x.external ? const_cast<float*>(x.external) : x.own->data();
     }
     float* ptr(const tref& r) { return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(ptr(r.buf)) + r.offset); }
 
@@ -166,7 +169,10 @@ public:
         for (std::size_t b = 0; b < bufs.size(); ++b) {
             buffer& x = bufs[b];
             x.bytes = (x.bytes + 63) / 64 * 64;
-            if (x.persistent) { stats.persistent_bytes += x.own.size() * sizeof(float); continue; }
+            if (x.persistent) {
+                stats.persistent_bytes += x.own ? x.own->size() * sizeof(float) : 0;
+                continue;
+            }
             if (x.first > x.last) continue;  // never used
             stats.naive_bytes += x.bytes;
             order.push_back(static_cast<int>(b));
@@ -228,6 +234,34 @@ private:
 using backend::opaque_fn;
 using backend::opaque_map;
 
+// Constants converted to another layout (a convolution's weights into
+// oneDNN's blocked format), shared by the plans of one backend: candidates of
+// one model share most weight tensors, and each plan holding its own copy of
+// every converted weight made pick_fastest's peak grow by the model's size
+// per candidate. An entry is used only while its source tensor is alive (so
+// its address names it) and some plan still holds the converted data.
+struct shared_conversions {
+    struct entry {
+        std::weak_ptr<const tensor<float>> source;
+        std::size_t offset;
+        dn::memory::desc from, to;
+        std::weak_ptr<std::vector<float>> data;
+    };
+    std::vector<entry> entries;
+
+    std::shared_ptr<std::vector<float>> find(const std::shared_ptr<const tensor<float>>& src, std::size_t offset,
+                                             const dn::memory::desc& from, const dn::memory::desc& to) {
+        std::erase_if(entries, [](const entry& e) { return e.source.expired() || e.data.expired(); });
+        for (const auto& e : entries)
+            if (e.source.lock() == src && e.offset == offset && e.from == from && e.to == to) return e.data.lock();
+        return nullptr;
+    }
+    void add(const std::shared_ptr<const tensor<float>>& src, std::size_t offset, const dn::memory::desc& from,
+             const dn::memory::desc& to, const std::shared_ptr<std::vector<float>>& data) {
+        entries.push_back({src, offset, from, to, data});
+    }
+};
+
 class lowering;
 // A native lowering of an opaque operator type (backend::dnnl::
 // opaque_lowerings, e.g. the ONNX ones of onnx_ops.hpp): false, or throwing
@@ -263,10 +297,12 @@ public:
     std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
     std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
+    shared_conversions* shared = nullptr;  // the backend's, when it has one
 
-    lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat, const opaque_eltwise_map& elt)
+    lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat, const opaque_eltwise_map& elt,
+             shared_conversions* sh = nullptr)
         : p(pl), g(gr), opaque(op), native(nat), elementwise(elt), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
-          consumers(gr.consumers()), absorbed(gr.size(), false) {}
+          consumers(gr.consumers()), absorbed(gr.size(), false), shared(sh) {}
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
     void absorb(std::size_t n, std::size_t into, const tref& r) {
@@ -334,6 +370,7 @@ public:
         b.persistent = true;
         b.bytes = t->data.size() * sizeof(float);
         b.external = t->data.data();
+        b.source = t;
         p.bufs.push_back(std::move(b));
         p.keep.push_back(t);
         return {static_cast<int>(p.bufs.size() - 1), plain_md(to_dims(t->shape))};
@@ -389,12 +426,21 @@ public:
         dn::reorder::primitive_desc pd(p.eng, r.md, p.eng, md, attr());
         tref out;
         if (persistent(r)) {
+            const auto& source = p.bufs[static_cast<std::size_t>(r.buf)].source;
             buffer b;
             b.persistent = true;
-            b.own.assign((md.get_size() + sizeof(float) - 1) / sizeof(float), 0.f);
             b.bytes = md.get_size();
+            if (shared && source) b.own = shared->find(source, r.offset, r.md, md);
+            const bool reuse = b.own != nullptr;
+            if (!reuse) b.own = std::make_shared<std::vector<float>>((md.get_size() + sizeof(float) - 1) / sizeof(float), 0.f);
+            if (shared && source && !reuse) shared->add(source, r.offset, r.md, md, b.own);
             p.bufs.push_back(std::move(b));
             out = {static_cast<int>(p.bufs.size() - 1), md};
+            conversions_.push_back({r, out});
+            if (reuse) {
+                ++p.stats.shared_conversions;
+                return out;
+            }
             std::vector<std::byte> scratch(pd.scratchpad_desc().get_size() + 64);
             std::unordered_map<int, dn::memory> args{{DNNL_ARG_FROM, dn::memory(r.md, p.eng, p.ptr(r))},
                                                      {DNNL_ARG_TO, dn::memory(md, p.eng, p.ptr(out))}};
@@ -402,10 +448,10 @@ public:
                 args.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(pd.scratchpad_desc(), p.eng, scratch.data()));
             dn::reorder(pd).execute(p.strm, args);
             p.strm.wait();
-        } else {
-            out = fresh(md);
-            add<dn::reorder>(node, pd, {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, out}}, "reorder", true);
+            return out;
         }
+        out = fresh(md);
+        add<dn::reorder>(node, pd, {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, out}}, "reorder", true);
         conversions_.push_back({r, out});
         return out;
     }
