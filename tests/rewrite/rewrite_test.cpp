@@ -365,6 +365,16 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     rewrite::fold_cache cache;
     auto f1 = rewrite::fold_constants(g, cache), f2 = rewrite::fold_constants(g, cache);
     CHECK(f1.structural_hash() == f2.structural_hash());
+    CHECK(cache.restarts() == 0);
+
+    // Bounded: with room for less than one fold it starts over after each,
+    // and folding still gives the same graph (only the sharing is lost).
+    rewrite::fold_cache small(1);
+    auto s1 = rewrite::fold_constants(g, small);
+    REQUIRE(small.restarts() >= 1);
+    CHECK(small.folded_bytes() == 0);
+    check_equivalent(g, s1);
+    CHECK(s1.op_count() == f1.op_count());
 }
 
 TEST_CASE("rules proven under TASO's typing do not fire outside it") {

@@ -23,9 +23,18 @@
 
 namespace tsopt::rewrite {
 
+// Bounded: past `max_bytes` of folded tensors (4 concatenated kernels per
+// conv merge, transposed matrices, ...) it starts over empty, so a long
+// search holds at most that much in it: Inception-v3's grew by 600 MB in a
+// 30 s search. Starting over costs only sharing (a later equal fold makes a
+// new tensor, so a graph reached again may be explored again); every graph
+// keeps the tensors it uses.
 class fold_cache {
 public:
     using ptr = std::shared_ptr<const tensor<float>>;
+    static constexpr std::size_t default_max_bytes = std::size_t{256} << 20;
+
+    explicit fold_cache(std::size_t max_bytes = default_max_bytes) : max_bytes_(max_bytes) {}
 
     // Outputs of op(params, inputs), computed once.
     std::vector<ptr> fold(spec::op_kind k, const spec::op_params& p, const std::vector<ptr>& in) {
@@ -39,8 +48,15 @@ public:
         for (const auto& t : in) args.push_back(t.get());
         auto res = spec::evaluate<float>(k, p, args);
         std::vector<ptr> outs;
-        for (auto& t : res) outs.push_back(intern(std::make_shared<const tensor<float>>(std::move(t))));
+        std::size_t added = 0;
+        for (auto& t : res) {
+            auto fresh = std::make_shared<const tensor<float>>(std::move(t));
+            outs.push_back(intern(fresh));
+            if (outs.back() == fresh) added += fresh->data.size() * sizeof(float);
+        }
         bucket.push_back({k, p, in, outs});
+        folded_bytes_ += added;
+        if (folded_bytes_ > max_bytes_) start_over();
         return outs;
     }
 
@@ -63,8 +79,18 @@ public:
     }
 
     std::size_t size() const { return by_content_.size(); }
+    std::size_t folded_bytes() const { return folded_bytes_; }
+    std::size_t restarts() const { return restarts_; }
 
 private:
+    void start_over() {
+        by_op_.clear();
+        by_content_.clear();
+        known_.clear();
+        folded_bytes_ = 0;
+        ++restarts_;
+    }
+
     struct entry {
         spec::op_kind op;
         spec::op_params params;
@@ -73,6 +99,7 @@ private:
     std::unordered_map<std::uint64_t, std::vector<entry>> by_op_;
     std::unordered_map<std::uint64_t, std::vector<ptr>> by_content_;
     std::unordered_set<const void*> known_;
+    std::size_t max_bytes_, folded_bytes_ = 0, restarts_ = 0;
 };
 
 // Replaces every constant operator node by weight nodes (same names; a
