@@ -86,6 +86,10 @@ int bench_command(int argc, char** argv, int first) {
 
         const double err = graphs.size() == 2 ? max_relative_error(outs[1], outs[0]) : 0;
         const bool agree = err <= tolerance;
+        auto differ = [&] {
+            return mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
+                                  scientific(err) + " > tolerance " + scientific(tolerance) + ")");
+        };
         if (as_json) {
             json models = json::array();
             for (std::size_t m = 0; m < graphs.size(); ++m)
@@ -102,12 +106,6 @@ int bench_command(int argc, char** argv, int first) {
                                                                   {"equal", agree}}
                                                            : json(nullptr)}};
             std::cout << j.dump(2) << "\n";
-        }
-        auto differ = [&] {
-            return mismatch_error("the two models' outputs differ on the same random inputs (max relative error " +
-                                  scientific(err) + " > tolerance " + scientific(tolerance) + ")");
-        };
-        if (as_json) {
             if (!agree) throw differ();
             return static_cast<int>(exit_code::ok);
         }

@@ -345,13 +345,6 @@ int optimize_command(int argc, char** argv, int first) {
     } catch (const std::exception& e) {
         throw mismatch_error(std::string("the optimized model does not import back: ") + e.what());
     }
-    // The serialized model (the size of the weights) is let go during the
-    // verification and made again to be written: protobuf serializes a
-    // message the same way twice, and the hash check makes sure the bytes
-    // written are the bytes verified.
-    const std::size_t written_size = bytes.size();
-    const std::size_t verified_hash = std::hash<std::string>{}(bytes);
-    std::string().swap(bytes);
     // Nodes no implementation exists for are cut out of both graphs, and
     // what surrounds them is compared (their inputs as extra outputs).
     const graph original = o.unimplemented.empty() ? g : cut_around(g, o.unimplemented);
@@ -373,12 +366,7 @@ int optimize_command(int argc, char** argv, int first) {
     // graph's; a faster top-k candidate written instead has none recorded.
     const bool chose_best = !kept_original && o.chosen.structural_hash() == o.result.optimized.structural_hash();
 
-    if (agree) {
-        bytes = onnx::to_bytes(o.chosen, onnx::options_for(model));
-        if (bytes.size() != written_size || std::hash<std::string>{}(bytes) != verified_hash)
-            throw std::runtime_error("the optimized model serialized differently the second time");
-        write_file(s.out, bytes, "the optimized model");
-    }
+    if (agree) write_file(s.out, bytes, "the optimized model");
 
     std::vector<io::picture> pictures;
     if (!s.dot.empty()) {

@@ -51,7 +51,6 @@ public:
 
     // Drops every plan (and the weights each holds in its own layout).
     void clear() { plans_.clear(); }
-    std::size_t size() const { return plans_.size(); }
 
 private:
     std::list<std::pair<std::uint64_t, Ptr>> plans_;

@@ -92,7 +92,7 @@ struct buffer {
     std::size_t bytes = 0;
     bool persistent = false;
     const float* external = nullptr;  // persistent: weight / folded constant data owned elsewhere
-    std::shared_ptr<const tensor<float>> source;  // persistent: the constant `external` points into
+    std::shared_ptr<const tensor<float>> source;  // persistent: the constant `external` points into (kept alive)
     std::shared_ptr<std::vector<float>> own;      // persistent: converted constants (shared_conversions)
     std::size_t offset = 0;           // arena buffers: planned offset
     int first = INT_MAX, last = INT_MIN;  // arena buffers: lifetime in steps
@@ -134,7 +134,6 @@ public:
     std::vector<step> steps;
     std::vector<tref> inputs;                      // in g.inputs() order
     std::vector<std::pair<tref, shape>> outputs;   // plain, in g.outputs order
-    std::vector<std::shared_ptr<const tensor<float>>> keep;  // constants read in place
     std::vector<std::pair<std::int32_t, std::int32_t>> fused;  // (node, the node whose primitive runs it)
     plan_stats stats;
 
@@ -372,7 +371,6 @@ public:
         b.external = t->data.data();
         b.source = t;
         p.bufs.push_back(std::move(b));
-        p.keep.push_back(t);
         return {static_cast<int>(p.bufs.size() - 1), plain_md(to_dims(t->shape))};
     }
 

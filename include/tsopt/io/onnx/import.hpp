@@ -1152,10 +1152,9 @@ private:
         *gp->mutable_output() = src.output();
         if (keep_value_info) *gp->mutable_value_info() = src.value_info();
         for (const auto& t : src.initializer()) {
-            std::int64_t elements = 1;
-            for (auto d : t.dims()) elements = d <= 0 ? 0 : elements <= max_elements / d ? elements * d : max_elements;
             auto* c = gp->add_initializer();
-            if (t.data_type() != pb::TensorProto::FLOAT || elements <= 4096) {
+            const std::size_t stored = t.raw_data().size() + static_cast<std::size_t>(t.float_data_size()) * sizeof(float);
+            if (t.data_type() != pb::TensorProto::FLOAT || stored <= 16384) {
                 *c = t;
                 continue;
             }
