@@ -56,7 +56,11 @@ struct optimize_options {
     std::chrono::duration<double> budget = std::chrono::seconds(30);
     std::size_t max_expansions = 100'000;  // over the whole run
     std::size_t max_queue = 10'000;
-    std::size_t max_memory = std::size_t(2) << 30;  // bytes of graphs queued per search (graph::footprint)
+    // Bytes a search may hold in queued graphs, counting their nodes and the
+    // constants new to it (search::backtracking::max_memory), and in its fold
+    // cache; 0: max(64 MiB, the bytes of the input's weights), so the search
+    // holds at most about one more model's worth of folded weights.
+    std::size_t max_memory = 0;
     std::uint64_t seed = 0x7a50;
     std::size_t top_k = 0;                 // distinct candidates to return for on-board timing: the result, it
                                            // without NHWC choices, the preprocessed input, then the search's
@@ -348,16 +352,25 @@ leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& m
     return out;
 }
 
+inline std::size_t weight_bytes(const graph& g) {
+    std::unordered_set<const void*> seen;
+    std::size_t bytes = 0;
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::weight && n.data && seen.insert(n.data.get()).second) bytes += n.data->size() * sizeof(float);
+    return bytes;
+}
+
 }  // namespace detail
 
 // optimize_options::max_constant_bytes when left 0: max(16 MiB, the bytes of
 // g's weights), so no rewrite grows the model by more than about its own size.
 inline std::size_t default_max_constant_bytes(const graph& g) {
-    std::unordered_set<const void*> seen;
-    std::size_t bytes = 0;
-    for (const node& n : g.nodes)
-        if (n.kind == node_kind::weight && n.data && seen.insert(n.data.get()).second) bytes += n.data->size() * sizeof(float);
-    return std::max<std::size_t>(std::size_t(16) << 20, bytes);
+    return std::max<std::size_t>(std::size_t(16) << 20, detail::weight_bytes(g));
+}
+
+// optimize_options::max_memory when left 0: max(64 MiB, the bytes of g's weights).
+inline std::size_t default_max_memory(const graph& g) {
+    return std::max<std::size_t>(std::size_t(64) << 20, detail::weight_bytes(g));
 }
 
 template <cost::cost_model Cost>
@@ -367,7 +380,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     optimize_result res;
     res.report.cost_before = static_cast<double>(model.graph_cost(input));
 
-    rewrite::fold_cache cache;
+    const std::size_t max_memory = o.max_memory ? o.max_memory : default_max_memory(input);
+    rewrite::fold_cache cache(max_memory);
     graph g = o.preprocess ? rewrite::preprocess(input, cache) : input;
     const graph preprocessed = o.top_k > 1 ? g : graph{};
     res.report.max_constant_bytes = o.max_constant_bytes ? o.max_constant_bytes : default_max_constant_bytes(input);
@@ -381,7 +395,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             .budget(budget)
             .max_expansions(expansions)
             .max_queue(o.max_queue)
-            .max_memory(o.max_memory)
+            .max_memory(max_memory)
             .seed(o.seed)
             .top_k(top_k)
             .layouts(o.layouts)
@@ -418,7 +432,9 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 res.report.leaf_time += std::chrono::steady_clock::now() - started;
                 for (const auto& [name, k] : leaf.uses) res.report.rule_uses[name] += k;
             }
-            auto parts = search::partition(g, detail::match_capacity(g, index), {.max_part_ops = o.partition_threshold});
+            const auto search_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
+            auto parts = search::partition(g, detail::match_capacity(g, index),
+                                           {.max_part_ops = o.partition_threshold, .deadline = search_deadline});
             std::vector<search::subgraph> subs;
             std::size_t nparts = 0;
             for (const auto& p : parts.parts) {

@@ -356,17 +356,33 @@ try:
     check("--max-constant-mib 0 refused", ["optimize", wide, "-o", w("x.onnx"), "--max-constant-mib", "0"], 1,
           stderr_has=["--max-constant-mib"])
 
-    # A 20k-operator chain: per-node analyses were quadratic (inspect 6.5 s,
-    # optimize --budget 1 19 s); the budget bounds the whole command.
-    chain = w("chain20k.onnx")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "cli", "make_chain_model.py"), "20000", chain],
+    # A long chain: per-node analyses were quadratic (20k nodes: inspect
+    # 6.5 s, optimize --budget 1 19 s; 100k: inspect 208 s). Issue 20's
+    # targets on the plain build: 100k nodes, inspect < 5 s, optimize
+    # --budget 1 < 10 s (import, export, the re-import check and
+    # verification are most of it). Under the sanitizers, 20k nodes and 8x.
+    # On a shared machine a bound missed once is timed again: the better
+    # of two runs counts.
+    n = 20000 if SANITIZED else 100000
+    chain = w(f"chain{n}.onnx")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "cli", "make_chain_model.py"), str(n), chain],
                    check=True)
-    rc, _, _ = check("inspect a 20k-node chain", ["inspect", chain], 0, stdout_has=["operators: 20000"], timeout=10 * SLOWER)
-    t0 = time.time()
-    check("optimize a 20k-node chain, --budget 1", ["optimize", chain, "-o", w("chain_out.onnx"), "--backend",
-                                                   "analytic", "--budget", "1"], 0, timeout=60)
-    secs = time.time() - t0
-    expect("20k-node chain: optimize within a generous bound (6 s for --budget 1)", secs < 6 * SLOWER, f"{secs:.1f} s")
+
+    def timed_twice(what, args, out_has, bound):
+        best = None
+        for attempt in range(2):
+            t0 = time.time()
+            rc, _, _ = check(what, args, 0, stdout_has=out_has, timeout=max(60, 4 * bound))
+            secs = time.time() - t0
+            best = secs if best is None else min(best, secs)
+            if rc != 0 or best < bound:
+                break
+        expect(f"{what}: under {bound:.0f} s", best < bound, f"{best:.1f} s")
+
+    timed_twice(f"inspect a {n}-node chain", ["inspect", chain], [f"operators: {n}"], (2 if SANITIZED else 5) * SLOWER)
+    timed_twice(f"optimize a {n}-node chain, --budget 1",
+                ["optimize", chain, "-o", w("chain_out.onnx"), "--backend", "analytic", "--budget", "1"], [],
+                (6 if SANITIZED else 10) * SLOWER)
 
     # A graph whose outputs are its input and an initializer keeps their
     # names (issue 20: x -> x_1, w -> w_1 broke lookups by name).

@@ -3,6 +3,7 @@
 // reference backend.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <random>
 
 #include "tsopt/backend/reference/executor.hpp"
@@ -126,6 +127,25 @@ TEST_CASE("partition: residual network — coverage, threshold, sequence, match-
         auto unmerged = search::partition(m.g, capacity, {.max_part_ops = limit, .merge = false});
         check_partition(m.g, unmerged, limit);
         CHECK(r.parts.size() <= unmerged.parts.size());
+    }
+}
+
+TEST_CASE("partition: past its deadline, a set too large is cut into runs of its topological order") {
+    resnet_like m(12);  // 60 operators
+    auto capacity = search::spanning_capacity(m.g, m.matches);
+    const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    for (std::size_t limit : {5, 8, 13}) {
+        CAPTURE(limit);
+        auto r = search::partition(m.g, capacity, {.max_part_ops = limit, .merge = false, .deadline = past});
+        check_partition(m.g, r, limit);
+        // Runs, not minimum cuts: every part but the last is full.
+        for (std::size_t p = 0; p + 1 < r.parts.size(); ++p) {
+            std::size_t ops = 0;
+            for (std::size_t v : r.parts[p]) ops += m.g.nodes[v].kind == node_kind::op;
+            CHECK(ops == limit);
+        }
+        // Merged as usual afterwards.
+        check_partition(m.g, search::partition(m.g, capacity, {.max_part_ops = limit, .deadline = past}), limit);
     }
 }
 

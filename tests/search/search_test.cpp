@@ -263,6 +263,36 @@ TEST_CASE("search memory budget: queued graphs stay within max_memory bytes, the
     CHECK(os.str().find("KiB") != std::string::npos);
 }
 
+TEST_CASE("search memory budget counts the constants queued graphs hold that the start graph does not") {
+    rewrite::rule_set rs;
+    metaflow_rules(rs);
+    std::mt19937_64 rng(12);
+    graph g;
+    auto v = g.input("x", {1, 64, 8, 8});
+    for (int i = 0; i < 2; ++i) {
+        auto a = g.conv2d(v, g.weight("w1_" + std::to_string(i), {64, 64, 1, 1}, rng));
+        auto b = g.conv2d(v, g.weight("w3_" + std::to_string(i), {64, 64, 3, 3}, rng));
+        v = g.relu(g.ewadd(a, b));
+    }
+    g.mark_output(v);
+    // Enlarging a 1x1 kernel to 3x3 folds a new 64x64x3x3 kernel (147 KB),
+    // far more than a queued graph's nodes take; each block gives its own.
+    const std::size_t kernel = 64 * 64 * 9 * sizeof(float);
+    REQUIRE(g.footprint() < kernel / 8);
+    auto search = [&] { return search::backtracking{}.rules(rs.rules()).alpha(1.5).layouts(false).max_expansions(200); };
+    // Launches dominate, so the enlarged and fused graphs are cheaper.
+    const test_cost cost{.launch = 1e9};
+    auto free = search().run(g, cost);
+    CHECK(free.rep.max_queue_bytes >= 2 * kernel);
+    CHECK(free.rep.pruned == 0);
+    // A budget below one folded kernel: graphs holding one are pruned (the
+    // first one queued stays), and the result is still equivalent.
+    auto tight = search().max_memory(kernel / 2).run(g, cost);
+    CHECK(tight.rep.pruned > 0);
+    CHECK(tight.rep.cost_after <= tight.rep.cost_before);
+    check_equivalent(g, tight.best);
+}
+
 TEST_CASE("optimize: a graph beyond the partition threshold is optimized part by part, rules spanning cuts too") {
     rewrite::rule_set rs;
     rs.add(ax("relu-conv"));

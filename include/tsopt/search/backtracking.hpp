@@ -32,6 +32,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -67,7 +68,7 @@ struct report {
     std::size_t enqueued = 0;       // candidates within alpha * best
     std::size_t pruned = 0;         // candidates dropped because the queue was full
     std::size_t max_queue_seen = 0;
-    std::size_t max_queue_bytes = 0;  // largest footprint of the queued graphs (graph::footprint)
+    std::size_t max_queue_bytes = 0;  // most bytes queued: graph::footprint plus constants new to the search
     std::map<std::string, int> rule_uses;  // along the best graph's derivation, by rule name
     stop_reason stopped = stop_reason::saturated;
     std::chrono::duration<double> elapsed{};
@@ -112,9 +113,13 @@ public:
     }
     backtracking& max_expansions(std::size_t n) { max_expansions_ = n; return *this; }
     // Memory limits on the queue: at most this many graphs, and at most this
-    // many bytes of them (graph::footprint; weights are shared, not counted).
-    // Beyond either, the most expensive queued graphs are dropped (`pruned`):
-    // the search goes on with less backtracking room instead of stopping.
+    // many bytes of them: their nodes (graph::footprint) plus the constants
+    // they hold that the start graph does not (folded kernels, concatenated
+    // weights: Inception-v3's queue held hundreds of MB of them), each
+    // counted once however many queued graphs share it. Beyond either, the
+    // most expensive queued graphs are dropped (`pruned`): the search goes on
+    // with less backtracking room instead of stopping. The search's fold
+    // cache is bounded by the same number of bytes.
     backtracking& max_queue(std::size_t n) {
         if (n == 0) throw error("search: max_queue must be positive");
         max_queue_ = n;
@@ -145,7 +150,7 @@ public:
             if (std::isnan(c)) throw error("search: the cost model returned NaN");
             return c;
         };
-        rewrite::fold_cache cache;
+        rewrite::fold_cache cache(std::min(max_memory_, rewrite::fold_cache::default_max_bytes));
         std::mt19937_64 rng(seed_);
         // Per expansion only the rules whose root can match some node are tried.
         std::optional<rewrite::rule_index> own_index;
@@ -177,8 +182,33 @@ public:
         };
         offer_top(best_cost, *seen.begin(), start);
         std::size_t queued_bytes = 0;
+        // Constants of queued graphs that the start graph does not hold, by
+        // how many queued graphs hold each: its bytes count while one does.
+        std::unordered_set<const tensor<float>*> start_constants;
+        for (const node& n : start.nodes)
+            if (n.data) start_constants.insert(n.data.get());
+        std::unordered_map<const tensor<float>*, std::size_t> new_constants;
+        auto hold = [&](const graph& g) {
+            std::size_t b = g.footprint();
+            for (const node& n : g.nodes)
+                if (n.data && !start_constants.count(n.data.get()) && new_constants[n.data.get()]++ == 0)
+                    b += n.data->data.size() * sizeof(float);
+            queued_bytes += b;
+        };
+        auto release = [&](const graph& g) {
+            std::size_t b = g.footprint();
+            for (const node& n : g.nodes) {
+                if (!n.data || start_constants.count(n.data.get())) continue;
+                auto it = new_constants.find(n.data.get());
+                if (--it->second == 0) {
+                    b += n.data->data.size() * sizeof(float);
+                    new_constants.erase(it);
+                }
+            }
+            queued_bytes -= b;
+        };
         auto push = [&](graph g, double c, std::int64_t hist) {
-            queued_bytes += g.footprint();
+            hold(g);
             pool.push_back({std::move(g), hist});
             queue.insert({c, rng(), pool.size() - 1});
             ++res.rep.enqueued;
@@ -188,7 +218,7 @@ public:
             while (queue.size() > 1 && (queue.size() > max_queue_ || queued_bytes > max_memory_)) {
                 auto last = std::prev(queue.end());
                 graph& dropped = pool[std::get<2>(*last)].g;
-                queued_bytes -= dropped.footprint();
+                release(dropped);
                 dropped = graph{};
                 queue.erase(last);
                 ++res.rep.pruned;
@@ -237,7 +267,7 @@ public:
             std::size_t slot = std::get<2>(*first);
             double c = std::get<0>(*first);
             queue.erase(first);
-            queued_bytes -= pool[slot].g.footprint();
+            release(pool[slot].g);
             graph g = std::move(pool[slot].g);
             std::int64_t hist = pool[slot].hist;
             pool[slot].g = graph{};
