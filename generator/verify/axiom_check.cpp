@@ -427,6 +427,7 @@ private:
         z3::params sp(ctx);
         sp.set("som", true);
         z3::expr_vector diffs(ctx);
+        std::vector<std::int64_t> element;  // of each diff
         std::int64_t first = -1;
         for (std::int64_t i = 0; i < l.size(); ++i) {
             if (z3::eq(l[i].e, r[i].e)) continue;
@@ -434,15 +435,37 @@ private:
             if (d.is_numeral() && std::string(Z3_get_numeral_string(ctx, d)) == "0") continue;
             if (first < 0) first = i;
             diffs.push_back(d != ctx.real_val(0));
+            element.push_back(i);
         }
         if (diffs.empty()) return true;
         z3::solver s(ctx);
-        z3::params p(ctx);
+        z3::params p(ctx), first_try(ctx);
         p.set("timeout", opt_.timeout_ms);
-        s.set(p);
+        // Every element at once first, briefly: most axioms settle so; the
+        // rest are checked an element at a time below, each with the full
+        // timeout.
+        first_try.set("timeout", std::min(opt_.timeout_ms, 200u));
+        s.set(diffs.size() > 1 ? first_try : p);
         s.add(z3::mk_or(diffs));
         auto res = s.check();
         if (res == z3::unsat) return true;
+        // One query over every element can be too much for Z3 where each
+        // element alone is small (a max-pool window of nested maxima and
+        // relus: 2^9 cases, times 192 elements, in one disjunction).
+        if (res == z3::unknown && diffs.size() > 1) {
+            res = z3::unsat;
+            for (unsigned i = 0; i < diffs.size() && res == z3::unsat; ++i) {
+                z3::solver one(ctx);
+                one.set(p);
+                one.add(diffs[i]);
+                res = one.check();
+                if (res != z3::unsat) {
+                    s = one;
+                    first = element[i];
+                }
+            }
+            if (res == z3::unsat) return true;
+        }
         report_.failure = std::string(res == z3::sat ? "counterexample" : "unknown (" + s.reason_unknown() + ")") +
                           " at " + describe(in) + ": element " + std::to_string(first) + ": " +
                           l[first].e.to_string() + " vs " + r[first].e.to_string();

@@ -10,12 +10,11 @@ namespace tsopt::gen {
 struct symbolic_state {
     z3::context& ctx;
     z3::expr zero, one;
-    z3::func_decl sigmoid, tanh, max;
+    z3::func_decl sigmoid, tanh;
     explicit symbolic_state(z3::context& c)
         : ctx(c), zero(c.real_val(0)), one(c.real_val(1)),
           sigmoid(c.function("sigmoid", c.real_sort(), c.real_sort())),
-          tanh(c.function("tanh", c.real_sort(), c.real_sort())),
-          max(c.function("max", c.real_sort(), c.real_sort(), c.real_sort())) {}
+          tanh(c.function("tanh", c.real_sort(), c.real_sort())) {}
 };
 
 namespace {
@@ -70,7 +69,9 @@ zs sym_relu(const zs& x) {
 }
 zs sym_sigmoid(const zs& x) { return {st().sigmoid(x.e)}; }
 zs sym_tanh(const zs& x) { return {st().tanh(x.e)}; }
-zs sym_max(const zs& a, const zs& b) { return {st().max(a.e, b.e)}; }
+// Interpreted (not an uninterpreted function): axioms such as maxpool-relu
+// hold because max is the max of reals (a monotone relu commutes with it).
+zs sym_max(const zs& a, const zs& b) { return {z3::ite(a.e >= b.e, a.e, b.e)}; }
 
 void eval_symbolic(spec::op_kind k, const spec::op_params& p, std::span<const tensor<zs>* const> in,
                    std::span<tensor<zs>> out) {

@@ -145,6 +145,18 @@ inline constexpr std::array all_axioms = [] {
         make_axiom("relu-matmul", relu(matmul(none, x, y)) == matmul(relu_act, x, y)),
         make_axiom("relu-avgpool", relu(avgpool(p0, p1, p2, p3, p4, none, x)) == avgpool(p0, p1, p2, p3, p4, relu_act, x)),
         make_axiom("relu-maxpool", relu(maxpool(p0, p1, p2, p3, p4, none, x)) == maxpool(p0, p1, p2, p3, p4, relu_act, x)),
+        // max commutes with a monotone function: max-pooling relu(x) is relu of
+        // max-pooling x (every window holds an element of x; padding never
+        // wins a max). Without it, at N = 3 most candidates Z3 left unknown
+        // moved a relu across a max-pool (maxpool act=1 of a non-negative
+        // tensor is maxpool act=0).
+        make_axiom("maxpool-relu", maxpool(p0, p1, p2, p3, p4, none, relu(x)) == relu(maxpool(p0, p1, p2, p3, p4, none, x))),
+        // Average pooling is linear (as conv2d with a cpool kernel, which Z3
+        // does not invent on its own): sums and scalar factors pass through.
+        make_axiom("avgpool-distrib-ewadd",
+                   avgpool(p0, p1, p2, p3, p4, none, ewadd(x, y)) ==
+                       ewadd(avgpool(p0, p1, p2, p3, p4, none, x), avgpool(p0, p1, p2, p3, p4, none, y))),
+        make_axiom("avgpool-smul", avgpool(p0, p1, p2, p3, p4, none, smul(x, w)) == smul(avgpool(p0, p1, p2, p3, p4, none, x), w)),
         // sigmoid and tanh: opaque element-wise functions.
         make_axiom("sigmoid-concat", sigmoid(concat(p0, x, y)) == concat(p0, sigmoid(x), sigmoid(y))),
         make_axiom("sigmoid-transpose", sigmoid(transpose(p0, x)) == transpose(p0, sigmoid(x))),
@@ -187,9 +199,10 @@ struct restricted_axiom {
     std::string_view name;
     std::uint8_t needs;  // spec::typing bits
 };
-inline constexpr std::array<restricted_axiom, 9> taso_model_only{{
+inline constexpr std::array<restricted_axiom, 10> taso_model_only{{
     {"conv-distrib-ewadd-weight", no_broadcast},
     {"conv-distrib-ewadd-input", no_broadcast},
+    {"avgpool-distrib-ewadd", no_broadcast},
     {"conv-concat-sum", ungrouped_conv},
     {"conv-concat-weight", ungrouped_conv},
     {"matmul-concat-sum", matmul_2d},
