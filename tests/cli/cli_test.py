@@ -185,6 +185,22 @@ try:
 except Exception as e:  # noqa: BLE001
     expect("cpu report parses as JSON", False, repr(e))
 
+# --budget bounds the end-to-end timing too: rounds of --reps it cannot hold
+# are not run (3 at least), and the summary and report say so.
+rep_b = w("budget_reps.json")
+t0 = time.time()
+check("optimize cpu, --reps beyond --budget", ["optimize", DEMO, "-o", w("demo.budget.onnx"), "--backend", "cpu",
+                                              "--budget", "3", "--reps", "1000000", "--report", rep_b], 0,
+      stdout_has=["fewer than --reps to stay within --budget", "equal"], timeout=240)
+secs = time.time() - t0
+try:
+    with open(rep_b) as f:
+        rounds = json.load(f)["timing_rounds"]
+    expect("--reps beyond --budget: fewer rounds, 3 at least", 3 <= rounds < 1000000, str(rounds))
+except (OSError, ValueError, KeyError) as e:
+    expect("--reps beyond --budget: report with timing_rounds", False, repr(e))
+expect("--reps beyond --budget: the command within the budget and a margin", secs < (3 + 5) * SLOWER, f"{secs:.1f} s")
+
 # Repeatable: with the search bounded by --expansions (not by the clock) and
 # the measurement cache kept, three runs write the same bytes (the first
 # measures and times, the others reuse what it cached).

@@ -2,6 +2,7 @@
 // export, report. The work is tsopt::optimize (search), the backend's
 // pick_fastest (AutoGraph's on-board verification), the ONNX importer and
 // exporter and io/dot.hpp; this file sequences them and prints.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -35,8 +36,9 @@ const std::string_view optimize_help =
     "  --alpha A               relaxation of the backtracking search, >= 1 (default 1.05; 1 is greedy)\n"
     "  --expansions N          search budget in graphs expanded (default 400): the same model, options\n"
     "                          and measurement cache give the same result whatever the machine's load\n"
-    "  --budget SECONDS        wall-time cap of import, measurement and search (default 60); a search it\n"
-    "                          stops before --expansions depends on the machine's speed (the summary says so)\n"
+    "  --budget SECONDS        wall-time cap of import, measurement, search and end-to-end timing (default 60);\n"
+    "                          a search it stops before --expansions depends on the machine's speed (the\n"
+    "                          summary says so)\n"
     "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
     "  --dims NAME=N,...       values for named symbolic dimensions\n"
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
@@ -47,7 +49,8 @@ const std::string_view optimize_help =
     "                          or a rule listing written by tsopt-gen --listing (its spec hash and\n"
     "                          every rule's proof record are checked before use); `tsopt rules` lists them\n"
     "  --top-k K               candidates timed end to end besides the original (default 4)\n"
-    "  --reps N                timing rounds per candidate (default 20)\n"
+    "  --reps N                timing rounds per candidate (default 20; fewer, 3 at least, where --budget\n"
+    "                          would not hold them)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
     "  --seed S                seed of the random inputs and the search (default 1)\n"
     "  --max-constant-mib N    largest constant a rewrite may create, in MiB (default: the larger of\n"
@@ -82,6 +85,7 @@ struct outcome {
     std::optional<double> ms_before, ms_after;  // end to end, on the device
     std::size_t candidates = 1, chosen_index = 0, rejected = 0;
     std::vector<double> candidate_ms;
+    int timing_rounds = 0;                  // end-to-end rounds actually run (at most --reps)
     double search_s = 0;
     // For pictures; the last argument is the graph's constant_mask().
     std::function<double(const graph&, std::size_t, const std::vector<bool>&)> node_cost;
@@ -188,8 +192,21 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     std::vector<graph> runnable;
     for (const graph& c : cands) runnable.push_back(o.unimplemented.empty() ? c : cut_around(c, o.unimplemented));
     auto inputs = backend::random_inputs(runnable[0], s.seed);
-    prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
-    auto pick = be.pick_fastest(runnable, inputs, s.reps);
+    // --budget bounds the command: the end-to-end timing gets what the
+    // search left, in fewer rounds (3 at least) when --reps of them would
+    // not fit. A round runs every candidate twice (untimed, then timed);
+    // plans and warm-up take about two rounds more.
+    o.timing_rounds = s.reps;
+    {
+        const double left_ms =
+            1e3 * (s.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count());
+        double round_ms = 0;
+        for (const graph& c : runnable) round_ms += 2 * measured->graph_cost(c);
+        if (round_ms > 0 && left_ms < (s.reps + 2) * round_ms)
+            o.timing_rounds = std::clamp(static_cast<int>(left_ms / round_ms) - 2, std::min(3, s.reps), s.reps);
+    }
+    prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(o.timing_rounds) + " rounds)");
+    auto pick = be.pick_fastest(runnable, inputs, o.timing_rounds);
     be.drop_plans();  // the candidates' plans (weights in device layouts) are not run again
     prog.clear();
     o.candidates = cands.size();
@@ -434,7 +451,9 @@ int optimize_command(int argc, char** argv, int first) {
             << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
     if (!o.ms_before) out << "  end-to-end time: not measured (--backend analytic)\n";
     else {
-        out << "  timed end to end (" << s.reps << " interleaved rounds): original " << o.candidate_ms[0] << " ms";
+        out << "  timed end to end (" << o.timing_rounds << " interleaved rounds"
+            << (o.timing_rounds < s.reps ? ", fewer than --reps to stay within --budget" : "") << "): original "
+            << o.candidate_ms[0] << " ms";
         for (std::size_t c = 1; c < o.candidate_ms.size(); ++c)
             if (std::isfinite(o.candidate_ms[c])) out << ", candidate " << c << " " << o.candidate_ms[c] << " ms";
             else out << ", candidate " << c << " rejected";
@@ -512,6 +531,7 @@ int optimize_command(int argc, char** argv, int first) {
             {"rules_used", rules_used},
             {"rules_used_of", kept_original ? "none" : chose_best ? "chosen" : "optimizer_best"},
             {"candidate_ms", candidate_ms},
+            {"timing_rounds", o.timing_rounds},
             {"chosen_candidate", o.chosen_index},
             {"kept_original", kept_original},
             {"rejected_candidates", o.rejected},
