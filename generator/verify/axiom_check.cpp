@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 #include "symbolic.hpp"
 #include "tsopt/spec/registry.hpp"
@@ -16,6 +17,29 @@
 namespace tsopt::gen {
 
 namespace {
+
+// e with its free real constants renamed c0, c1, ... in order of first
+// appearance: elements of a tensor that differ only in which inputs they read
+// (a max-pool's interior windows) become one expression (Z3 hash-conses
+// terms, so equal renamings are the same term), decided once.
+z3::expr renamed_canonically(const z3::expr& e) {
+    z3::context& ctx = e.ctx();
+    z3::expr_vector from(ctx), to(ctx);
+    std::unordered_set<unsigned> seen;
+    std::vector<z3::expr> stack{e};
+    while (!stack.empty()) {
+        z3::expr t = stack.back();
+        stack.pop_back();
+        if (!seen.insert(t.id()).second || !t.is_app()) continue;
+        if (t.is_const() && t.decl().decl_kind() == Z3_OP_UNINTERPRETED) {
+            to.push_back(ctx.real_const(("c" + std::to_string(from.size())).c_str()));
+            from.push_back(t);
+            continue;
+        }
+        for (unsigned i = t.num_args(); i-- > 0;) stack.push_back(t.arg(i));
+    }
+    return from.empty() ? e : z3::expr(e).substitute(from, to);
+}
 
 using spec::op_kind;
 using spec::param_term;
@@ -132,6 +156,7 @@ private:
     std::vector<std::set<std::int32_t>> probes_;       // per parameter variable: its values beyond the domains
     std::vector<std::vector<shape>> cands_;           // per tensor variable
     axiom_report report_;
+    bool per_element_ = false;  // check_instance: the all-elements query was too big for this axiom
     z3::context* ctx_ = nullptr;
 
     static bool is_history_split(const pattern_node& n, const param_term& t, int slot) {
@@ -444,21 +469,28 @@ private:
         // Every element at once first, briefly: most axioms settle so; the
         // rest are checked an element at a time below, each with the full
         // timeout.
+        // After one instance of this axiom needed the per-element path, the
+        // others go there directly.
         first_try.set("timeout", std::min(opt_.timeout_ms, 200u));
         s.set(diffs.size() > 1 ? first_try : p);
         s.add(z3::mk_or(diffs));
-        auto res = s.check();
+        auto res = diffs.size() > 1 && per_element_ ? z3::unknown : s.check();
         if (res == z3::unsat) return true;
+        if (res == z3::unknown) per_element_ = true;
         // One query over every element can be too much for Z3 where each
         // element alone is small (a max-pool window of nested maxima and
         // relus: 2^9 cases, times 192 elements, in one disjunction).
         if (res == z3::unknown && diffs.size() > 1) {
             res = z3::unsat;
+            std::unordered_set<unsigned> decided;  // canonical forms found unsat
             for (unsigned i = 0; i < diffs.size() && res == z3::unsat; ++i) {
+                z3::expr canon = renamed_canonically(diffs[i]);
+                if (decided.count(canon.id())) continue;
                 z3::solver one(ctx);
                 one.set(p);
-                one.add(diffs[i]);
+                one.add(canon);
                 res = one.check();
+                if (res == z3::unsat) decided.insert(canon.id());
                 if (res != z3::unsat) {
                     s = one;
                     first = element[i];
