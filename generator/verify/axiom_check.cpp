@@ -463,24 +463,23 @@ private:
             element.push_back(i);
         }
         if (diffs.empty()) return true;
+        // Every element in one query first, briefly: most axioms settle so.
+        // That can be too much for Z3 where each element alone is small (a
+        // max-pool window of nested maxima and relus: 2^9 cases, times 192
+        // elements, in one disjunction); then the elements are checked one
+        // at a time, each with the full timeout, and so are the axiom's
+        // further instances.
+        const bool several = diffs.size() > 1;
         z3::solver s(ctx);
         z3::params p(ctx), first_try(ctx);
         p.set("timeout", opt_.timeout_ms);
-        // Every element at once first, briefly: most axioms settle so; the
-        // rest are checked an element at a time below, each with the full
-        // timeout.
-        // After one instance of this axiom needed the per-element path, the
-        // others go there directly.
         first_try.set("timeout", std::min(opt_.timeout_ms, 200u));
-        s.set(diffs.size() > 1 ? first_try : p);
+        s.set(several ? first_try : p);
         s.add(z3::mk_or(diffs));
-        auto res = diffs.size() > 1 && per_element_ ? z3::unknown : s.check();
+        auto res = several && per_element_ ? z3::unknown : s.check();
         if (res == z3::unsat) return true;
-        if (res == z3::unknown) per_element_ = true;
-        // One query over every element can be too much for Z3 where each
-        // element alone is small (a max-pool window of nested maxima and
-        // relus: 2^9 cases, times 192 elements, in one disjunction).
-        if (res == z3::unknown && diffs.size() > 1) {
+        if (res == z3::unknown && several) {
+            per_element_ = true;
             res = z3::unsat;
             std::unordered_set<unsigned> decided;  // canonical forms found unsat
             for (unsigned i = 0; i < diffs.size() && res == z3::unsat; ++i) {
@@ -490,8 +489,9 @@ private:
                 one.set(p);
                 one.add(canon);
                 res = one.check();
-                if (res == z3::unsat) decided.insert(canon.id());
-                if (res != z3::unsat) {
+                if (res == z3::unsat) {
+                    decided.insert(canon.id());
+                } else {
                     s = one;
                     first = element[i];
                 }

@@ -188,27 +188,20 @@ public:
         for (const node& n : start.nodes)
             if (n.data) start_constants.insert(n.data.get());
         std::unordered_map<const tensor<float>*, std::size_t> new_constants;
-        auto hold = [&](const graph& g) {
-            std::size_t b = g.footprint();
-            for (const node& n : g.nodes)
-                if (n.data && !start_constants.count(n.data.get()) && new_constants[n.data.get()]++ == 0)
-                    b += n.data->data.size() * sizeof(float);
-            queued_bytes += b;
-        };
-        auto release = [&](const graph& g) {
+        // Counts g in (a graph queued) or out (one taken or dropped).
+        auto account = [&](const graph& g, bool queued) {
             std::size_t b = g.footprint();
             for (const node& n : g.nodes) {
                 if (!n.data || start_constants.count(n.data.get())) continue;
-                auto it = new_constants.find(n.data.get());
-                if (--it->second == 0) {
-                    b += n.data->data.size() * sizeof(float);
-                    new_constants.erase(it);
-                }
+                auto it = new_constants.try_emplace(n.data.get(), 0).first;
+                if (queued ? it->second++ == 0 : --it->second == 0) b += n.data->data.size() * sizeof(float);
+                if (it->second == 0) new_constants.erase(it);
             }
-            queued_bytes -= b;
+            if (queued) queued_bytes += b;
+            else queued_bytes -= b;
         };
         auto push = [&](graph g, double c, std::int64_t hist) {
-            hold(g);
+            account(g, true);
             pool.push_back({std::move(g), hist});
             queue.insert({c, rng(), pool.size() - 1});
             ++res.rep.enqueued;
@@ -218,7 +211,7 @@ public:
             while (queue.size() > 1 && (queue.size() > max_queue_ || queued_bytes > max_memory_)) {
                 auto last = std::prev(queue.end());
                 graph& dropped = pool[std::get<2>(*last)].g;
-                release(dropped);
+                account(dropped, false);
                 dropped = graph{};
                 queue.erase(last);
                 ++res.rep.pruned;
@@ -267,7 +260,7 @@ public:
             std::size_t slot = std::get<2>(*first);
             double c = std::get<0>(*first);
             queue.erase(first);
-            release(pool[slot].g);
+            account(pool[slot].g, false);
             graph g = std::move(pool[slot].g);
             std::int64_t hist = pool[slot].hist;
             pool[slot].g = graph{};
