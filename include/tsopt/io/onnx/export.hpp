@@ -29,14 +29,13 @@ class exporter {
 public:
     exporter(const graph& g, const export_options& o) : g_(g), o_(o) {}
 
-    pb::ModelProto run() {
+    void run(pb::ModelProto& m) {
         if (o_.opset < 13 || o_.opset > max_opset)
             throw error("export_options::opset is " + std::to_string(o_.opset) + "; tsopt writes opsets 13.." + std::to_string(max_opset));
         if (!o_.output_names.empty() && o_.output_names.size() != g_.outputs.size())
             throw error("export_options::output_names has " + std::to_string(o_.output_names.size()) + " names for " +
                         std::to_string(g_.outputs.size()) + " graph outputs");
         g_.validate();
-        pb::ModelProto m;
         m.set_ir_version(o_.opset >= 14 ? 8 : 7);
         m.set_producer_name("tsopt");
         m.set_producer_version(TSOPT_VERSION_STRING);
@@ -110,7 +109,6 @@ public:
             out_names.insert(nm);
             value_info(gp_->add_output(), nm, g_.shape_of(v));
         }
-        return m;
     }
 
 private:
@@ -442,11 +440,20 @@ private:
 }  // namespace detail
 
 // The graph as an ONNX model. Throws tsopt::error naming the node at fault.
-inline pb::ModelProto to_proto(const graph& g, const export_options& o = {}) { return detail::exporter(g, o).run(); }
+inline pb::ModelProto to_proto(const graph& g, const export_options& o = {}) {
+    pb::ModelProto m;
+    detail::exporter(g, o).run(m);
+    return m;
+}
 
+// Built on an arena, as import parses: the many small messages of a large
+// graph are freed at once.
 inline std::string to_bytes(const graph& g, const export_options& o = {}) {
+    google::protobuf::Arena arena;
+    auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
+    detail::exporter(g, o).run(m);
     std::string s;
-    if (!to_proto(g, o).SerializeToString(&s)) throw error("ONNX export: serialization failed (model larger than 2 GiB?)");
+    if (!m.SerializeToString(&s)) throw error("ONNX export: serialization failed (model larger than 2 GiB?)");
     return s;
 }
 

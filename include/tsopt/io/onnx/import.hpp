@@ -1139,8 +1139,8 @@ private:
     // only their type and dims (it reads values only of shape-like inputs,
     // small integer or float tensors), and copying the weights twice (the
     // strict check, then inference) made import peak at three copies of them.
-    pb::ModelProto inference_copy(bool keep_value_info) const {
-        pb::ModelProto copy;
+    pb::ModelProto& inference_copy(bool keep_value_info, google::protobuf::Arena& arena) const {
+        pb::ModelProto& copy = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
         copy.set_ir_version(m_.ir_version());
         *copy.mutable_opset_import() = m_.opset_import();
         *copy.mutable_functions() = m_.functions();
@@ -1206,7 +1206,8 @@ private:
     // divides by a zero stride), rejects such a model by name.
     void check_shapes_strictly() const {
         if (!o_.shape_inference) return;
-        pb::ModelProto copy = inference_copy(true);
+        google::protobuf::Arena arena;
+        pb::ModelProto& copy = inference_copy(true, arena);
         try {
             ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
                                                  ::onnx::ShapeInferenceOptions(/*check_type=*/true, /*error_mode=*/1));
@@ -1222,7 +1223,8 @@ private:
     void run_inference() {
         if (inferred_done_ || !o_.shape_inference) return;
         inferred_done_ = true;
-        pb::ModelProto copy = inference_copy(false);
+        google::protobuf::Arena arena;
+        pb::ModelProto& copy = inference_copy(false, arena);
         try {
             ::onnx::shape_inference::InferShapes(copy);
         } catch (const std::exception&) {
@@ -1247,8 +1249,12 @@ inline void parse_model(std::string_view bytes, pb::ModelProto& m) {
 }
 }  // namespace detail
 
+// Parsed models live on an arena: a model of many nodes is a great many small
+// messages, and freeing them one by one took a tenth of `optimize` on a
+// 100k-node chain.
 inline model import_model(std::string_view bytes, const import_options& o = {}) {
-    pb::ModelProto m;
+    google::protobuf::Arena arena;
+    auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
     detail::parse_model(bytes, m);
     return detail::importer(m, o).run();
 }
@@ -1261,7 +1267,8 @@ inline model read_model(const std::string& path, const import_options& o = {}) {
     std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) throw error("cannot open ONNX file '" + path + "'");
     try {
-        pb::ModelProto m;
+        google::protobuf::Arena arena;
+        auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
         {
             const std::streamoff size = f.tellg();
             if (size < 0) throw error("cannot read its size");
