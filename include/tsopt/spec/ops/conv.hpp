@@ -54,14 +54,33 @@ void conv2d_eval(const op_params& p, std::span<const tensor<T>* const> in, std::
                 for (std::int64_t ky = 0; ky < KH; ++ky)
                     for (std::int64_t kx = 0; kx < KW; ++kx) {
                         const T wv = w.data[static_cast<std::size_t>(((co * CI + ci) * KH + ky) * KW + kx)];
+                        // The outputs whose tap lands inside the input, as a
+                        // range instead of a test per element: the same sums
+                        // in the same order, and a loop the compiler
+                        // vectorizes (verifying a ResNet-50 spent 80% here).
+                        const std::int64_t x0 = kx * dw - pw;  // ix = ox * sw + x0
+                        const std::int64_t ox_lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+                        const std::int64_t ox_hi = W - 1 - x0 < 0 ? 0 : std::min(OW, (W - 1 - x0) / sw + 1);
+                        // A tap that reads whole input rows at unit strides
+                        // (a 1x1 conv, a centre column) reads consecutive
+                        // rows as one run.
+                        if (sw == 1 && sh == 1 && x0 == 0 && OW == W) {
+                            const std::int64_t y0 = ky * dh - ph;  // iy = oy + y0
+                            const std::int64_t oy_lo = std::max<std::int64_t>(0, -y0);
+                            const std::int64_t oy_hi = std::min(OH, H - y0);
+                            if (oy_lo < oy_hi)
+                                detail::add_scaled_row(op + oy_lo * OW, ip + (oy_lo + y0) * W, wv, (oy_hi - oy_lo) * OW);
+                            continue;
+                        }
                         for (std::int64_t oy = 0; oy < OH; ++oy) {
                             const std::int64_t iy = oy * sh - ph + ky * dh;
                             if (iy < 0 || iy >= H) continue;
-                            for (std::int64_t ox = 0; ox < OW; ++ox) {
-                                const std::int64_t ix = ox * sw - pw + kx * dw;
-                                if (ix < 0 || ix >= W) continue;
-                                op[oy * OW + ox] += wv * ip[iy * W + ix];
-                            }
+                            T* orow = op + oy * OW;
+                            const T* irow = ip + iy * W;
+                            if (sw == 1)
+                                detail::add_scaled_row(orow + ox_lo, irow + ox_lo + x0, wv, ox_hi - ox_lo);
+                            else
+                                for (std::int64_t ox = ox_lo; ox < ox_hi; ++ox) orow[ox] += wv * irow[ox * sw + x0];
                         }
                     }
             }
