@@ -92,7 +92,7 @@ struct partition_options {
     // max_part_ops operators of their topological order instead of by
     // minimum cuts (linear, where the cuts cost seconds on a 100k-node
     // graph): a caller out of budget gets valid parts at once.
-    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::optional<std::chrono::steady_clock::time_point> deadline{};
 };
 
 struct partition_result {
