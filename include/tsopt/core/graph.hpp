@@ -401,11 +401,12 @@ private:
     }
     std::string auto_name(std::string_view type) const { return std::string(type) + "_" + std::to_string(nodes.size()); }
     void check_ref(value v, const node* user) const {
-        std::string who = user ? user->describe() : std::string("graph output");
+        // Runs for every input of every node: the message is built only on failure.
+        auto who = [&] { return user ? user->describe() : std::string("graph output"); };
         if (v.node < 0 || static_cast<std::size_t>(v.node) >= nodes.size())
-            throw error(who + ": input refers to missing node " + std::to_string(v.node));
+            throw error(who() + ": input refers to missing node " + std::to_string(v.node));
         if (v.output < 0 || v.output >= at(v).num_outputs())
-            throw error(who + ": input refers to output " + std::to_string(v.output) + " of " + at(v).describe() +
+            throw error(who() + ": input refers to output " + std::to_string(v.output) + " of " + at(v).describe() +
                         ", which has " + std::to_string(at(v).num_outputs()));
     }
 };
