@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -77,13 +78,19 @@ public:
             if (!input_names.insert(vi.name()).second) throw error("graph input '" + vi.name() + "' is listed twice");
             if (!syms_.count(vi.name())) add_input(vi);  // an initializer listed as an input (IR < 4) is a constant
         }
+        // The strict check needs only the inputs' shapes, so it runs on a
+        // second thread while the nodes are read (on a 100k-node chain each
+        // took about half of import). Its verdict is taken where the check
+        // used to run, so which error a bad model gets does not change.
+        google::protobuf::Arena strict_arena;
+        std::future<void> strict = start_strict_check(strict_arena);
         for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
         for (const auto& vi : gp.output()) {
             g_.mark_output(as_value(vi.name(), "graph output '" + vi.name() + "'"));
             r.output_names.push_back(vi.name());
         }
         if (gp.output_size() == 0) throw error("graph has no outputs");
-        check_shapes_strictly();
+        if (strict.valid()) strict.get();
         g_.validate();
         r.graph = std::move(g_);
         return r;
@@ -1132,6 +1139,19 @@ private:
                     "add it to value_info");
     }
 
+    // The concrete shapes chosen at import for the graph inputs that are not
+    // initializers, by name.
+    std::map<std::string, shape, std::less<>> input_shapes() const {
+        std::map<std::string, shape, std::less<>> r;
+        for (const auto& vi : m_.graph().input()) {
+            auto it = syms_.find(vi.name());
+            if (it == syms_.end() || !it->second.v || it->second.c) continue;
+            const node& nd = g_.at(*it->second.v);
+            if (nd.kind == node_kind::input) r.emplace(vi.name(), nd.shapes[0]);
+        }
+        return r;
+    }
+
     // A copy of the model for ONNX shape inference: graph inputs carry the
     // concrete shapes chosen at import (so dynamic batch dims become static),
     // and the declared value_info is kept only for checking against it.
@@ -1139,7 +1159,9 @@ private:
     // only their type and dims (it reads values only of shape-like inputs,
     // small integer or float tensors), and copying the weights twice (the
     // strict check, then inference) made import peak at three copies of them.
-    pb::ModelProto& inference_copy(bool keep_value_info, google::protobuf::Arena& arena) const {
+    // Reads only m_, opset_ and `inputs`, so it may run on another thread.
+    pb::ModelProto& inference_copy(bool keep_value_info, google::protobuf::Arena& arena,
+                                   const std::map<std::string, shape, std::less<>>& inputs) const {
         pb::ModelProto& copy = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
         copy.set_ir_version(m_.ir_version());
         *copy.mutable_opset_import() = m_.opset_import();
@@ -1164,13 +1186,11 @@ private:
         }
 
         for (auto& vi : *gp->mutable_input()) {
-            auto it = syms_.find(vi.name());
-            if (it == syms_.end() || !it->second.v || it->second.c) continue;
-            const node& nd = g_.at(*it->second.v);
-            if (nd.kind != node_kind::input) continue;
+            auto it = inputs.find(vi.name());
+            if (it == inputs.end()) continue;
             auto* sh = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
             sh->clear_dim();
-            for (auto d : nd.shapes[0]) sh->add_dim()->set_dim_value(d);
+            for (auto d : it->second) sh->add_dim()->set_dim_value(d);
         }
         // libonnx's inference functions trust attributes (a zero stride divides
         // by zero, a misspelt kernel_shape reads a missing one); nodes with
@@ -1204,18 +1224,27 @@ private:
     // tsopt keeps the node opaque or reads only part of an attribute. The
     // same inference, on the same sanitized copy run_inference uses (libonnx
     // divides by a zero stride), rejects such a model by name.
-    void check_shapes_strictly() const {
-        if (!o_.shape_inference) return;
-        google::protobuf::Arena arena;
-        pb::ModelProto& copy = inference_copy(true, arena);
-        try {
-            ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
-                                                 ::onnx::ShapeInferenceOptions(/*check_type=*/true, /*error_mode=*/1));
-        } catch (const std::exception& e) {
-            std::string m = e.what();
-            while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-            throw error("ONNX shape inference (strict, as onnx.checker's full check) rejects the model: " + m);
-        }
+    // The inputs' shapes are read here, on the calling thread (syms_ and g_
+    // change as add_node goes on); the task reads only the model, those
+    // shapes and libonnx's schema registry (read-only once built), and
+    // writes only its copy. `arena` must outlive the returned future (whose
+    // destructor waits for the task). Where no thread can be started (a
+    // process limit), libstdc++ runs the task deferred, at get().
+    std::future<void> start_strict_check(google::protobuf::Arena& arena) const {
+        if (!o_.shape_inference) return {};
+        // Built before the task starts: the registry's first use registers every schema.
+        (void)::onnx::OpSchemaRegistry::Instance();
+        return std::async(std::launch::async | std::launch::deferred, [this, &arena, inputs = input_shapes()] {
+            pb::ModelProto& copy = inference_copy(true, arena, inputs);
+            try {
+                ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
+                                                     ::onnx::ShapeInferenceOptions(/*check_type=*/true, /*error_mode=*/1));
+            } catch (const std::exception& e) {
+                std::string m = e.what();
+                while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+                throw error("ONNX shape inference (strict, as onnx.checker's full check) rejects the model: " + m);
+            }
+        });
     }
 
     // ONNX shape inference on inference_copy(false), best effort: fills
@@ -1224,7 +1253,7 @@ private:
         if (inferred_done_ || !o_.shape_inference) return;
         inferred_done_ = true;
         google::protobuf::Arena arena;
-        pb::ModelProto& copy = inference_copy(false, arena);
+        pb::ModelProto& copy = inference_copy(false, arena, input_shapes());
         try {
             ::onnx::shape_inference::InferShapes(copy);
         } catch (const std::exception&) {
