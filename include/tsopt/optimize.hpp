@@ -432,6 +432,12 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 res.report.leaf_time += std::chrono::steady_clock::now() - started;
                 for (const auto& [name, k] : leaf.uses) res.report.rule_uses[name] += k;
             }
+            // Out of time already (a large model whose import took the
+            // budget): pricing the cuts and partitioning would only be thrown away.
+            if (std::chrono::steady_clock::now() - started >= budget) {
+                res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
+                return g;
+            }
             const auto search_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
             auto parts = search::partition(g, detail::match_capacity(g, index),
                                            {.max_part_ops = o.partition_threshold, .deadline = search_deadline});
