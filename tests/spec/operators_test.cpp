@@ -138,6 +138,45 @@ TEST_CASE("matmul with fused relu") {
                 make<modp>({1, 2}, {-1, 2}));
 }
 
+// Float matmuls run through float_gemm.hpp's blocked product; each entry
+// must still be the sum over k in order, exactly (see the conv2d case).
+TEST_CASE("matmul: the float blocked product sums in the definition's order") {
+    std::uint64_t state = 777;
+    const auto random = [&] {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<float>(static_cast<std::int64_t>(state >> 40) % 2001 - 1000) / 113.0f;
+    };
+    struct operands { shape a, b; };
+    const operands cases[] = {
+        {shape{5, 13}, shape{13, 19}},        // partial blocks of 4 rows and 8 columns
+        {shape{3, 6, 9}, shape{9, 8}},        // a rank-2 b shared by 3 batches
+        {shape{2, 1, 4, 7}, shape{3, 7, 2}},  // batch axes broadcast both ways
+        {shape{4, 0}, shape{0, 3}},           // empty inner extent: zeros
+    };
+    for (const operands& c : cases) {
+        CAPTURE(c.a.str());
+        tensor<float> a(c.a), b(c.b);
+        for (auto& v : a.data) v = random();
+        for (auto& v : b.data) v = random();
+        for (int act : {0, 1}) {
+            const tensor<float> got = run<float>({op_kind::matmul, params({act}), {a, b}})[0];
+            const std::int64_t m = c.a[c.a.rank - 2], k = c.a[c.a.rank - 1], n = c.b[c.b.rank - 1];
+            tensor<float> want(got.shape);
+            shape ob = got.shape, ab = c.a, bb = c.b;
+            ob.rank -= 2, ab.rank -= 2, bb.rank -= 2;
+            detail::for_each_broadcast(ob, ab, bb, [&](std::int64_t bo, std::int64_t ba, std::int64_t bbi) {
+                for (std::int64_t i = 0; i < m; ++i)
+                    for (std::int64_t j = 0; j < n; ++j) {
+                        float sum = 0;
+                        for (std::int64_t kk = 0; kk < k; ++kk) sum += a.data[ba * m * k + i * k + kk] * b.data[bbi * k * n + kk * n + j];
+                        want.data[bo * m * n + i * n + j] = act ? std::max(sum, 0.0f) : sum;
+                    }
+            });
+            CHECK(got.data == want.data);
+        }
+    }
+}
+
 TEST_CASE("matmul shape rule rejections") {
     tensor<float> a(shape{2, 3}), b(shape{4, 5}), v(shape{3}), b3(shape{2, 3, 2}), c3(shape{3, 3, 4});
     CHECK_THROWS_WITH_AS(run<float>({op_kind::matmul, {}, {a, b}}), contains("inner extents differ: [2,3] x [4,5] (3 vs 4)"),
@@ -223,6 +262,76 @@ TEST_CASE("conv2d with fused relu") {
     // modp relu: 3 (odd) -> 13 -> 12; -6 (residue p-6, odd) -> -6*-5+1 = 31 -> 30
     check<modp>({op_kind::conv2d, conv(1, 1, valid, 1), {make<modp>({1, 1, 1, 2}, {1, -2}), make<modp>({1, 1, 1, 1}, {3})}},
                 make<modp>({1, 1, 1, 2}, {12, 30}));
+}
+
+// Float convolutions with at least 16 output channels per group run as a
+// matrix product over laid-out patches (spec/ops/conv.hpp). Each output must
+// be the sum of its taps in (ci, ky, kx) order, exactly: the generator's
+// fingerprints and every tolerance downstream rely on the reference
+// rounding one way. Shapes cover padding, strides, dilation, groups, channel
+// counts that are not multiples of 4, several chunks of output rows and
+// widths that are not multiples of 8.
+TEST_CASE("conv2d: the float matrix-product path sums every tap in the definition's order") {
+    struct geometry { std::int64_t n, c, h, w, co, ci, kh, kw; int s, pad, d, act; };
+    const geometry cases[] = {
+        {2, 3, 9, 11, 18, 3, 3, 3, 1, same_pad, 1, 0},   // remainders of 4 channels and 8 columns
+        {1, 8, 13, 7, 37, 8, 5, 3, 2, same_pad, 1, 1},   // stride 2, non-square kernel, relu
+        {1, 4, 12, 12, 34, 2, 3, 3, 1, same_pad, 2, 0},  // 2 groups of 17, dilation 2
+        {1, 5, 80, 7, 16, 5, 1, 1, 1, valid, 1, 0},      // 80 rows of 7: three chunks
+        {1, 6, 10, 9, 20, 6, 4, 2, 3, valid, 1, 0},      // valid padding, stride 3
+    };
+    std::uint64_t state = 12345;
+    const auto random = [&] {  // small reals, signs mixed
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<float>(static_cast<std::int64_t>(state >> 40) % 2001 - 1000) / 137.0f;
+    };
+    for (const geometry& g : cases) {
+        CAPTURE(g.co);
+        CAPTURE(g.kh);
+        tensor<float> x(shape{g.n, g.c, g.h, g.w}), w(shape{g.co, g.ci, g.kh, g.kw});
+        for (auto& v : x.data) v = random();
+        for (auto& v : w.data) v = random();
+        const op_params p = conv(g.s, g.s, g.pad, g.act, g.d, g.d);
+        const tensor<float> got = run<float>({op_kind::conv2d, p, {x, w}})[0];
+        // The definition, tap by tap, skipping taps in the padding.
+        const std::int64_t groups = g.c / g.ci, per_group = g.co / groups, oh = got.shape[2], ow = got.shape[3];
+        const std::int64_t ph = g.pad == same_pad ? g.d * (g.kh - 1) / 2 : 0, pw = g.pad == same_pad ? g.d * (g.kw - 1) / 2 : 0;
+        tensor<float> want(got.shape);
+        for (std::int64_t n = 0; n < g.n; ++n)
+            for (std::int64_t co = 0; co < g.co; ++co)
+                for (std::int64_t oy = 0; oy < oh; ++oy)
+                    for (std::int64_t ox = 0; ox < ow; ++ox) {
+                        float sum = 0;
+                        for (std::int64_t ci = 0; ci < g.ci; ++ci)
+                            for (std::int64_t ky = 0; ky < g.kh; ++ky)
+                                for (std::int64_t kx = 0; kx < g.kw; ++kx) {
+                                    const std::int64_t iy = oy * g.s - ph + ky * g.d, ix = ox * g.s - pw + kx * g.d;
+                                    if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                                    const std::int64_t c = (co / per_group) * g.ci + ci;
+                                    sum += w.data[static_cast<std::size_t>(((co * g.ci + ci) * g.kh + ky) * g.kw + kx)] *
+                                           x.data[static_cast<std::size_t>(((n * g.c + c) * g.h + iy) * g.w + ix)];
+                                }
+                        want.data[static_cast<std::size_t>(((n * g.co + co) * oh + oy) * ow + ox)] =
+                            g.act == 1 ? std::max(sum, 0.0f) : sum;
+                    }
+        CHECK(got.data == want.data);
+    }
+}
+
+TEST_CASE("float_gemm: the instruction-set variants agree bit for bit") {
+    // 9 taps, 7 output channels, 21 columns: partial blocks both ways.
+    constexpr std::int64_t K = 9, channels = 7, cols = 21, MR = ops::float_gemm::MR, NR = ops::float_gemm::NR;
+    alignas(32) float wpack[2 * K * MR], patches[3 * K * NR];
+    for (std::size_t i = 0; i < std::size(wpack); ++i) wpack[i] = std::sin(float(i)) * 3;
+    for (std::size_t i = 0; i < std::size(patches); ++i) patches[i] = std::cos(float(i) * 0.7f);
+    std::vector<float> baseline(channels * cols, -1.0f), dispatched(channels * cols, -1.0f);
+    ops::float_gemm::blocks_baseline(wpack, patches, K, channels, cols, baseline.data(), cols);
+    ops::float_gemm::blocks(wpack, patches, K, channels, cols, dispatched.data(), cols);
+    CHECK(baseline == dispatched);
+    // Entry (3, 20): channel 3 of block 0 against column 4 of panel 2.
+    float sum = 0;
+    for (std::int64_t k = 0; k < K; ++k) sum += wpack[k * MR + 3] * patches[(2 * K + k) * NR + 4];
+    CHECK(baseline[3 * cols + 20] == sum);
 }
 
 TEST_CASE("conv2d shape rule rejections") {

@@ -93,7 +93,6 @@ struct outcome {
     std::function<double(const graph&, std::size_t, const std::vector<bool>&)> node_cost;
     std::function<std::vector<tensor<float>>(const graph&, const std::vector<tensor<float>>&)> execute;
     std::string executor;                   // who ran the verification
-    bool execute_concurrently = false;      // `execute` may run on two graphs at once (no shared state)
     // Opaque types no backend implementation exists for: timing and
     // verification run on the graphs with those nodes cut out (cut_around).
     std::set<std::string> unimplemented;
@@ -238,8 +237,18 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     return o;
 }
 
-outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite::rule> rules, progress& prog) {
-    outcome o;
+// Verification by the exact reference executor, for the analytic backend.
+// It keeps no state between or during runs: `execute` may run two graphs at
+// once.
+void use_reference_executor(outcome& o, const graph& g) {
+    auto ref = std::make_shared<backend::reference>();
+    install_opaque_ops(*ref);
+    o.execute = [ref](const graph& h, const std::vector<tensor<float>>& in) { return ref->execute(h, in); };
+    o.executor = "reference";
+    o.unimplemented = unimplemented_types(g, ref->opaque_impls);
+}
+
+void run_analytic(const settings& s, const graph& g, std::span<const rewrite::rule> rules, progress& prog, outcome& o) {
     o.cost_model = "analytical";
     cost::analytical model;
     prog.start_ticker("searching", s.budget);
@@ -259,13 +268,6 @@ outcome run_analytic(const settings& s, const graph& g, std::span<const rewrite:
     o.node_cost = [model](const graph& h, std::size_t i, const std::vector<bool>& constant) {
         return model.operator_cost(h, i, constant);
     };
-    auto ref = std::make_shared<backend::reference>();
-    install_opaque_ops(*ref);
-    o.execute = [ref](const graph& h, const std::vector<tensor<float>>& in) { return ref->execute(h, in); };
-    o.executor = "reference";
-    o.execute_concurrently = true;  // backend::reference keeps no state between or during runs
-    o.unimplemented = unimplemented_types(g, ref->opaque_impls);
-    return o;
 }
 
 void write_file(const std::string& path, const std::string& bytes, const char* what) {
@@ -355,35 +357,42 @@ int optimize_command(int argc, char** argv, int first) {
     s.import_s = std::chrono::duration<double>(import_ended - import_started).count();
     const graph& g = model.graph;
 
+    // The written model is checked against the original on random inputs.
+    // Nodes no implementation exists for are cut out of both graphs, and what
+    // surrounds them is compared (their inputs as extra outputs).
     outcome o;
+    std::optional<graph> cut;
+    std::vector<tensor<float>> inputs;
+    const auto prepare_check = [&] {
+        if (!o.unimplemented.empty()) cut = cut_around(g, o.unimplemented);
+        inputs = backend::random_inputs(cut ? *cut : g, s.seed + 1);
+    };
+    // The reference executor computes the original's outputs during the
+    // search, on a second core (the search uses one); errors still come in
+    // the old order, the read-back's first.
+    std::future<std::vector<tensor<float>>> original_outputs;
     std::shared_ptr<void> device;  // keeps the device backend alive for verification and pictures
-    if (s.backend == "analytic") o = run_analytic(s, g, rules.rules(), prog);
-    else
+    if (s.backend == "analytic") {
+        use_reference_executor(o, g);
+        prepare_check();
+        original_outputs = std::async(std::launch::async | std::launch::deferred,
+                                      [&] { return o.execute(cut ? *cut : g, inputs); });
+        run_analytic(s, g, rules.rules(), prog, o);
+    } else {
         with_device(s.backend, [&]<class B>() {
             std::shared_ptr<B> be;
             o = run_measured<B>(s, g, rules.rules(), prog, be);
             device = be;
             return 0;
         });
+        prepare_check();
+    }
+    const graph& original = cut ? *cut : g;
 
     // Export, import the bytes back, and compare the re-imported model's
-    // outputs with the original's on random inputs: this checks the search
-    // and the export together. Nodes no implementation exists for are cut
-    // out of both graphs, and what surrounds them is compared (their inputs
-    // as extra outputs).
+    // outputs with the original's: this checks the search and the export
+    // together.
     const auto check_started = std::chrono::steady_clock::now();
-    std::optional<graph> cut;
-    if (!o.unimplemented.empty()) cut = cut_around(g, o.unimplemented);
-    const graph& original = cut ? *cut : g;
-    auto inputs = backend::random_inputs(original, s.seed + 1);
-    // An executor that may run two graphs at once computes the original's
-    // outputs while the result is exported and read back (a second core
-    // then hides one of the two runs); errors still come in the old order,
-    // the read-back's first.
-    std::future<std::vector<tensor<float>>> original_outputs;
-    if (o.execute_concurrently)
-        original_outputs = std::async(std::launch::async | std::launch::deferred,
-                                      [&] { return o.execute(original, inputs); });
     std::string bytes = onnx::to_bytes(o.chosen, onnx::options_for(model));
     graph back;
     try {

@@ -4,7 +4,10 @@
 // padding and a fused activation; and enlarge, which zero-pads a kernel to a
 // larger (kh, kw), centred, so that convolutions of different kernel sizes can
 // be fused (TASO, MetaFlow Figure 1).
+#include <type_traits>
+
 #include "tsopt/spec/ops/detail.hpp"
+#include "tsopt/spec/ops/float_gemm.hpp"
 
 namespace tsopt::spec {
 namespace conv2d_p { enum : int { stride_h, stride_w, pad, act, dil_h, dil_w }; }
@@ -32,8 +35,63 @@ inline std::string conv2d_shape(const op_params& p, std::span<const shape> in, s
     return {};
 }
 
+// Float convolution as a matrix product per group (float_gemm.hpp): the
+// input patches of a few output rows laid out as a K x columns matrix (K =
+// Cin/groups * kh * kw, zeros where a tap falls in the padding), times the
+// group's [Cout/groups, K] weights. Each output still sums its taps in (ci,
+// ky, kx) order from zero; a padded tap adds w * 0, which leaves a sum
+// started at +0 unchanged for finite weights. Symbolic and modular element
+// types keep conv2d_per_tap (no zero terms).
+inline void conv2d_float_by_gemm(const op_params& p, const tensor<float>& x, const tensor<float>& w, tensor<float>& o) {
+    using namespace conv2d_p;
+    using float_gemm::NR;
+    const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const std::int64_t CO = w.shape[0], CI = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+    const std::int64_t OH = o.shape[2], OW = o.shape[3];
+    const std::int64_t G = C / CI, COG = CO / G, K = CI * KH * KW;
+    const std::int64_t sh = p[stride_h], sw = p[stride_w], dh = p[dil_h], dw = p[dil_w];
+    const auto pm = static_cast<pad_mode>(p[pad]);
+    const std::int64_t ph = detail::window_pad(KH, dh, pm), pw = detail::window_pad(KW, dw, pm);
+    // Whole output rows per chunk, about 256 columns: the patch panel stays
+    // in the L2 cache next to the weights.
+    const std::int64_t rows = std::clamp<std::int64_t>((256 + OW - 1) / OW, 1, OH);
+    float_gemm::panel_buffer weight_buf, patch_buf;
+    for (std::int64_t g = 0; g < G; ++g) {
+        const auto weights = float_gemm::pack_a(w.data.data() + g * COG * K, COG, K, K, weight_buf);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t oy0 = 0; oy0 < OH; oy0 += rows) {
+                const std::int64_t cols = std::min(rows, OH - oy0) * OW;
+                // Patches in panels of 8 columns, one tap after another.
+                const auto patches = patch_buf.zeroed((cols + NR - 1) / NR * K * NR);
+                for (std::int64_t ci = 0; ci < CI; ++ci) {
+                    const float* ip = x.data.data() + ((n * C + g * CI + ci) * H) * W;
+                    for (std::int64_t ky = 0; ky < KH; ++ky)
+                        for (std::int64_t kx = 0; kx < KW; ++kx) {
+                            const std::int64_t k = (ci * KH + ky) * KW + kx;
+                            const std::int64_t x0 = kx * dw - pw;  // ix = ox * sw + x0
+                            const std::int64_t ox_lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+                            const std::int64_t ox_hi = W - 1 - x0 < 0 ? 0 : std::min(OW, (W - 1 - x0) / sw + 1);
+                            for (std::int64_t c0 = 0; c0 < cols; c0 += OW) {
+                                const std::int64_t iy = (oy0 + c0 / OW) * sh - ph + ky * dh;
+                                if (iy < 0 || iy >= H) continue;
+                                const float* irow = ip + iy * W + x0;
+                                for (std::int64_t ox = ox_lo; ox < ox_hi; ++ox) {
+                                    const std::int64_t c = c0 + ox;
+                                    patches[static_cast<std::size_t>(((c / NR) * K + k) * NR + c % NR)] = irow[ox * sw];
+                                }
+                            }
+                        }
+                }
+                float_gemm::blocks(weights.data(), patches.data(), K, COG, cols,
+                                   o.data.data() + ((n * CO + g * COG) * OH + oy0) * OW, OH * OW);
+            }
+    }
+}
+
+// The definition, tap by tap: each output sums its taps in (ci, ky, kx)
+// order from zero, skipping taps in the padding.
 template <class T>
-void conv2d_eval(const op_params& p, std::span<const tensor<T>* const> in, std::span<tensor<T>> out) {
+void conv2d_per_tap(const op_params& p, std::span<const tensor<T>* const> in, std::span<tensor<T>> out) {
     using namespace conv2d_p;
     const auto &x = *in[0], &w = *in[1];
     auto& o = out[0];
@@ -86,6 +144,20 @@ void conv2d_eval(const op_params& p, std::span<const tensor<T>* const> in, std::
             }
         }
     detail::activate_all(o, p[act]);
+}
+
+template <class T>
+void conv2d_eval(const op_params& p, std::span<const tensor<T>* const> in, std::span<tensor<T>> out) {
+    if constexpr (std::is_same_v<T, float>) {
+        // With few output channels per group (depthwise, ResNeXt's 4 or 8)
+        // laying out the patches costs more than the product saves.
+        if (in[1]->shape[0] / (in[0]->shape[1] / in[1]->shape[1]) >= 16) {
+            conv2d_float_by_gemm(p, *in[0], *in[1], out[0]);
+            detail::activate_all(out[0], p[conv2d_p::act]);
+            return;
+        }
+    }
+    conv2d_per_tap(p, in, out);
 }
 
 inline std::int64_t conv2d_flops(const op_params&, std::span<const shape> in, std::span<const shape> out) {

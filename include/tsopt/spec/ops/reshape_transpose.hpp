@@ -50,11 +50,18 @@ void transpose_eval(const op_params& p, std::span<const tensor<T>* const> in, st
     auto ist = strides_of(a.shape);
     std::array<std::int64_t, max_rank> st{};  // input stride of each output axis
     for (int i = 0; i < o.shape.rank; ++i) st[i] = ist[perm_axis(pm, i)];
+    // A row of the last output axis at a time: the copy loop carries no
+    // index bookkeeping (verification transposes every activation of a
+    // model exported in NHWC).
+    const int last = o.shape.rank - 1;
+    const std::int64_t row = last >= 0 ? o.shape[last] : 1, step = last >= 0 ? st[last] : 0;
     std::array<std::int64_t, max_rank> idx{};
     std::int64_t src = 0;
-    for (std::int64_t k = 0, n = o.size(); k < n; ++k) {
-        o[k] = a[src];
-        for (int d = o.shape.rank - 1; d >= 0; --d) {
+    for (std::int64_t k = 0, n = o.size(); k < n; k += row) {
+        T* dst = o.data.data() + k;
+        const T* from = a.data.data() + src;
+        for (std::int64_t j = 0; j < row; ++j) dst[j] = from[j * step];
+        for (int d = last - 1; d >= 0; --d) {
             src += st[d];
             if (++idx[d] < o.shape[d]) break;
             src -= st[d] * o.shape[d];
