@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tsopt/io/progress.hpp"
 #include "tsopt/spec/registry.hpp"
 
 using namespace tsopt;
@@ -82,10 +83,11 @@ int main(int argc, char** argv) {
     const conv_case convs[] = {{3, 224, 64, 7, 2},    {64, 56, 64, 1, 1},   {64, 56, 64, 3, 1},  {64, 56, 256, 1, 1},
                                {256, 56, 128, 1, 1}, {128, 28, 128, 3, 1}, {128, 28, 512, 1, 1}, {256, 14, 256, 3, 1},
                                {1024, 14, 256, 1, 1}, {512, 7, 512, 3, 1}, {512, 7, 2048, 1, 1}, {1024, 14, 2048, 1, 2}};
-    const int total = static_cast<int>(std::size(convs)) + 3;
-    int done = 0;
+    const std::size_t total = std::size(convs) + 3;
+    std::size_t done = 0;
+    io::progress prog(false, "reference_kernels_bench");
     for (const conv_case& c : convs) {
-        std::fprintf(stderr, "\r[%d/%d] conv %lldx%lld", ++done, total, (long long)c.k, (long long)c.k);
+        prog.bar("timing", done++, total, "conv " + std::to_string(c.k) + "x" + std::to_string(c.k));
         const tensor<float> x = random_tensor(shape{1, c.c, c.h, c.h}, state), w = random_tensor(shape{c.co, c.c, c.k, c.k}, state);
         op_params p;
         p[conv2d_p::stride_h] = p[conv2d_p::stride_w] = c.s;
@@ -109,7 +111,7 @@ int main(int argc, char** argv) {
                                    {shape{12, 128, 64}, shape{12, 64, 128}},
                                    {shape{1, 128, 768}, shape{768, 3072}}};
     for (const matmul_case& m : matmuls) {
-        std::fprintf(stderr, "\r[%d/%d] matmul        ", ++done, total);
+        prog.bar("timing", done++, total, "matmul");
         const tensor<float> a = random_tensor(m.a, state), b = random_tensor(m.b, state);
         const op_params p{};
         const shape ins[] = {a.shape, b.shape};
@@ -121,7 +123,8 @@ int main(int argc, char** argv) {
         rows.push_back(compare("matmul " + a.shape.str() + " x " + b.shape.str(), double(ops::matmul_flops(p, ins, out)),
                                reps, {&a, &b}, out[0], p, ops::matmul_per_term<float>, ops::matmul_eval<float>));
     }
-    std::fprintf(stderr, "\r%40s\r", "");
+    prog.bar("timing", done, total);
+    prog.clear();
 
     std::printf("reference float kernels, median of %d interleaved rounds\n", reps);
     std::printf("%-58s %12s %12s %8s %s\n", "shape", "per-term", "blocked", "ratio", "outputs");

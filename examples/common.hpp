@@ -19,24 +19,18 @@
 // memory accesses and kernel launches (cost::multi_dim), then the search
 // report (time, rules used) and a summary line; `RESULT key=value ...` is the
 // line bench/models_bench.sh reads.
-#include <unistd.h>
-
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "tsopt/backend/dnnl/executor.hpp"
@@ -44,6 +38,7 @@
 #include "tsopt/backend/reference/executor.hpp"
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
+#include "tsopt/io/progress.hpp"
 #include "tsopt/optimize.hpp"
 #include "tsopt/rules/built_in.hpp"
 #include "tsopt/zoo/zoo.hpp"
@@ -198,58 +193,6 @@ inline settings parse(std::string_view model, int argc, char** argv) {
     return s;
 }
 
-// Progress on a terminal (stderr), silent otherwise: a line rewritten in place.
-class progress {
-public:
-    progress() : tty_(isatty(STDERR_FILENO) == 1) {}
-    ~progress() { stop_ticker(); }
-    bool tty() const { return tty_; }
-    void line(const std::string& s) {
-        if (!tty_) return;
-        std::lock_guard lk(m_);
-        std::cerr << "\r\033[K" << s << std::flush;
-    }
-    void done() {
-        if (!tty_) return;
-        std::lock_guard lk(m_);
-        std::cerr << "\r\033[K" << std::flush;
-    }
-    // A line updated every half second while a long call runs.
-    void start_ticker(std::string what, double budget_s) {
-        if (!tty_) return;
-        stop_ = false;
-        t0_ = std::chrono::steady_clock::now();
-        ticker_ = std::thread([this, what = std::move(what), budget_s] {
-            std::unique_lock lk(cvm_);
-            while (!stop_) {
-                double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-                std::ostringstream os;
-                os << what << ": " << std::fixed << std::setprecision(1) << s << " s of " << budget_s << " s budget";
-                line(os.str());
-                cv_.wait_for(lk, std::chrono::milliseconds(500), [&] { return stop_.load(); });
-            }
-        });
-    }
-    void stop_ticker() {
-        if (!ticker_.joinable()) return;
-        {
-            std::lock_guard lk(cvm_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        ticker_.join();
-        done();
-    }
-
-private:
-    bool tty_;
-    std::mutex m_, cvm_;
-    std::condition_variable cv_;
-    std::atomic<bool> stop_{false};
-    std::thread ticker_;
-    std::chrono::steady_clock::time_point t0_;
-};
-
 // The model at the requested size; with --quick and no --image, the smallest
 // image its valid-padded layers accept.
 inline graph build_model(const settings& s) {
@@ -295,7 +238,7 @@ inline void print_table(std::ostream& os, const graph_figures& b, const graph_fi
 template <class Backend>
 int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     using clock = std::chrono::steady_clock;
-    progress prog;
+    io::progress prog(false, "example");
     const auto& info = zoo::find(s.model);
     graph g = build_model(s);
     const char* omp = std::getenv("OMP_NUM_THREADS");
@@ -329,7 +272,7 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
                 if (k % 8 == 0) prog.line("measuring operators: " + std::to_string(k) + "/" + std::to_string(total));
             }
         }
-        prog.done();
+        prog.clear();
     }
 
     optimize_options oo{.alpha = s.alpha,
@@ -357,7 +300,7 @@ int run_on(const settings& s, typename Backend::options bo, std::ostream& out) {
     for (const auto& c : r.top_k) add(c);
     prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(s.reps) + " rounds)");
     auto pick = be.pick_fastest(cands, inputs, s.reps);
-    prog.done();
+    prog.clear();
 
     int status = 0;
     std::size_t wrong = 0;

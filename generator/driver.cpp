@@ -1,7 +1,5 @@
 // The generator pipeline with progress, per-phase time and memory, and the
 // summary (text and JSON).
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +15,7 @@
 
 #include "gen.hpp"
 #include "tsopt/io/atomic_file.hpp"
+#include "tsopt/io/progress.hpp"
 #include "tsopt/spec/axioms.hpp"
 #ifdef TSOPT_GEN_HAVE_VERIFIER
 #include "verify/verifier.hpp"
@@ -61,52 +60,43 @@ void reset_peak() {
     if (f) f << "5";
 }
 
+// Phases with their time and peak memory; the lines go through the shared
+// progress facility (a bar on a terminal, plain lines in a log).
 class reporter {
 public:
-    explicit reporter(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
+    explicit reporter(bool quiet) : out_(quiet, "tsopt-gen") {}
     void begin(const std::string& phase) {
         std::lock_guard lk(m_);
         phase_ = phase;
         start_ = std::chrono::steady_clock::now();
-        last_pct_ = -1;
         reset_peak();
-        if (!quiet_ && !tty_) std::fprintf(stderr, "[tsopt-gen] %s ...\n", phase.c_str());
+        if (out_.current() == tsopt::io::progress::mode::log) out_.line(phase + " ...");
     }
     void update(const std::string& what, std::uint64_t done, std::uint64_t total) {
-        if (quiet_) return;
         std::lock_guard lk(m_);
-        double s = seconds();
-        if (tty_) {
-            std::fprintf(stderr, "\r\033[K[tsopt-gen] %-9s %s %llu/%llu  %.1fs", phase_.c_str(), what.c_str(),
-                         static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), s);
-            std::fflush(stderr);
-        } else if (total) {
-            int pct = static_cast<int>(100 * done / total) / 25 * 25;
-            if (pct != last_pct_ && pct < 100) {
-                last_pct_ = pct;
-                std::fprintf(stderr, "[tsopt-gen] %s: %s %llu/%llu (%.1fs)\n", phase_.c_str(), what.c_str(),
-                             static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), s);
-            }
+        if (total == 0) {
+            out_.line(phase_ + " " + what + " " + std::to_string(done));
+            return;
         }
+        char elapsed[32];
+        std::snprintf(elapsed, sizeof elapsed, " (%.1fs)", seconds());
+        out_.bar(phase_, done, total, what + elapsed);
     }
     phase_stat end(const std::string& result) {
         std::lock_guard lk(m_);
         phase_stat p{phase_, seconds(), vm_hwm_kib()};
-        if (!quiet_) {
-            if (tty_) std::fprintf(stderr, "\r\033[K");
-            std::fprintf(stderr, "[tsopt-gen] %s: %s (%.2fs, peak %.1f MiB)\n", phase_.c_str(), result.c_str(), p.seconds,
-                         p.peak_kib / 1024.0);
-        }
+        char figures[64];
+        std::snprintf(figures, sizeof figures, " (%.2fs, peak %.1f MiB)", p.seconds, p.peak_kib / 1024.0);
+        out_.note(phase_ + ": " + result + figures);
         return p;
     }
 
 private:
     double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-    bool quiet_, tty_;
+    tsopt::io::progress out_;
     std::mutex m_;
     std::string phase_;
     std::chrono::steady_clock::time_point start_;
-    int last_pct_ = -1;
 };
 
 std::string seconds_text(double s) {

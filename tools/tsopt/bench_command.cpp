@@ -7,9 +7,11 @@
 #include "tsopt/backend/profile.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "progress.hpp"
+#include "tsopt/io/progress.hpp"
 
 namespace tsopt::cli {
+
+using io::progress;
 
 const std::string_view bench_help =
     "usage: tsopt bench IN.onnx [OPT.onnx] [--backend cpu|cuda] [--reps N] [options]\n"

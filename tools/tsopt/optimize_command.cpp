@@ -12,7 +12,7 @@
 #include "backends.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "progress.hpp"
+#include "tsopt/io/progress.hpp"
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
 #include "tsopt/io/dot.hpp"
@@ -20,6 +20,8 @@
 #include "tsopt/version.hpp"
 
 namespace tsopt::cli {
+
+using io::progress;
 
 const std::string_view optimize_help =
     "usage: tsopt optimize IN.onnx -o OUT.onnx [options]\n"

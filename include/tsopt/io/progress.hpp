@@ -1,6 +1,7 @@
 #pragma once
-// Progress of the long steps (measuring operators, searching, timing graphs)
-// on stderr, in one of three modes:
+// Progress of long work on stderr: the CLI's steps (measuring operators,
+// searching, timing graphs), tsopt-gen's phases, the examples. One of three
+// modes:
 //  - terminal (stderr is a TTY): a bar rewritten in place, and a ticker
 //    against the search budget;
 //  - log (a pipe, a file, CI): plain lines, one when a step starts, at each
@@ -16,37 +17,41 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
-namespace tsopt::cli {
+namespace tsopt::io {
 
 class progress {
 public:
     enum class mode { terminal, log, quiet };
 
-    explicit progress(bool quiet = false)
-        : mode_(quiet ? mode::quiet : isatty(STDERR_FILENO) == 1 ? mode::terminal : mode::log) {}
+    // `tag` starts every line written to a log ("tsopt: ...").
+    explicit progress(bool quiet = false, std::string tag = "tsopt")
+        : mode_(quiet ? mode::quiet : isatty(STDERR_FILENO) == 1 ? mode::terminal : mode::log), tag_(std::move(tag)) {}
     progress(const progress&) = delete;
     progress& operator=(const progress&) = delete;
     ~progress() { stop_ticker(); }
 
     mode current() const { return mode_; }
 
-    // "label [#########...........]  12/40" on a terminal; in a log, the
-    // start, each quarter and the end.
-    void bar(const std::string& label, std::size_t done, std::size_t total) {
+    // "label [#########...........] 12/40 detail" on a terminal; in a log,
+    // the start, each quarter and the end (a changing `detail`, such as a
+    // running count, does not make a line of its own).
+    void bar(const std::string& label, std::size_t done, std::size_t total, const std::string& detail = {}) {
         if (mode_ == mode::quiet || total == 0) return;
+        const std::string tail = detail.empty() ? "" : " " + detail;
         if (mode_ == mode::log) {
             const std::size_t quarter = done >= total ? 4 : done * 4 / total;
             if (label == bar_label_ && quarter == bar_quarter_) return;
             bar_label_ = label;
             bar_quarter_ = quarter;
-            print_line(label + ": " + std::to_string(done) + "/" + std::to_string(total));
+            print_line(label + ": " + std::to_string(done) + "/" + std::to_string(total) + tail);
             return;
         }
         constexpr std::size_t width = 30;
         std::size_t fill = done >= total ? width : done * width / total;
         line(label + " [" + std::string(fill, '#') + std::string(width - fill, '.') + "] " + std::to_string(done) + "/" +
-             std::to_string(total));
+             std::to_string(total) + tail);
     }
     // A status line: rewritten in place on a terminal, a line of its own in a log.
     void line(const std::string& s) {
@@ -54,6 +59,15 @@ public:
         if (mode_ == mode::log) return print_line(s);
         std::lock_guard lk(out_);
         std::fprintf(stderr, "\r\033[K%s", s.c_str());
+        std::fflush(stderr);
+    }
+    // A line that stays, in both modes (a phase's result): on a terminal
+    // it replaces the status line.
+    void note(const std::string& s) {
+        if (mode_ == mode::quiet) return;
+        if (mode_ == mode::log) return print_line(s);
+        std::lock_guard lk(out_);
+        std::fprintf(stderr, "\r\033[K%s: %s\n", tag_.c_str(), s.c_str());
         std::fflush(stderr);
     }
     void clear() {
@@ -116,11 +130,12 @@ private:
         if (s == last_line_) return;
         last_line_ = s;
         std::lock_guard lk(out_);
-        std::fprintf(stderr, "tsopt: %s\n", s.c_str());
+        std::fprintf(stderr, "%s: %s\n", tag_.c_str(), s.c_str());
         std::fflush(stderr);
     }
 
     mode mode_;
+    std::string tag_;
     std::mutex out_, m_;
     std::condition_variable cv_;
     std::atomic<bool> stop_{false};
@@ -132,4 +147,4 @@ private:
     std::chrono::steady_clock::time_point tick_start_;
 };
 
-}  // namespace tsopt::cli
+}  // namespace tsopt::io
