@@ -30,7 +30,8 @@ const std::string_view optimize_help =
     "into tsopt, checks that the result computes the same outputs as the original on random\n"
     "inputs, and writes it to OUT.onnx. With --backend cpu (or cuda) operator costs are measured\n"
     "on the device and the original and the best candidates are timed end to end: the fastest is\n"
-    "written, so the model never gets slower. Unknown ONNX operators are kept as they are.\n"
+    "written, so the model never gets slower (if --budget leaves time to time them; otherwise the\n"
+    "cost model's choice is written, and the summary says so). Unknown ONNX operators are kept.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT.onnx   where to write the optimized model (required)\n"
@@ -87,9 +88,12 @@ struct outcome {
     std::string cost_model;                 // "measured (dnnl)", "analytical"
     double cost_before = 0, cost_after = 0; // cost-model ms
     std::optional<double> ms_before, ms_after;  // end to end, on the device
-    std::size_t candidates = 1, chosen_index = 0, rejected = 0;
+    std::size_t chosen_index = 0, rejected = 0;
     std::vector<double> candidate_ms;
     int timing_rounds = 0;                  // end-to-end rounds actually run (at most --reps)
+    // Measured backends whose budget left no time to time the candidates:
+    // what the original and the best would have needed, and what was left.
+    std::optional<double> untimed_need_ms, untimed_left_ms;
     double search_s = 0;
     // For pictures; the last argument is the graph's constant_mask().
     std::function<double(const graph&, std::size_t, const std::vector<bool>&)> node_cost;
@@ -128,14 +132,15 @@ private:
     std::set<std::string> skip_;
 };
 
-optimize_options search_options(const settings& s) {
-    // --budget bounds the command, not only the search: what importing and
-    // measuring took is taken off, and so is what exporting the result and
-    // reading it back for the check will take, estimated as what the import
-    // took (the same work in reverse, on a graph of about the same size).
-    // The search keeps a twentieth at least.
+// --budget bounds the command, not only the search: what importing and
+// measuring took is taken off, and so is what exporting the result and
+// reading it back for the check will take, estimated as what the import took
+// (the same work in reverse, on a graph of about the same size), and what
+// timing the candidates end to end will take (`timing_s`). The search keeps a
+// twentieth at least.
+optimize_options search_options(const settings& s, double timing_s = 0) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
-    const double left = std::max(s.budget / 20, s.budget - spent - s.import_s);
+    const double left = std::max(s.budget / 20, s.budget - spent - s.import_s - timing_s);
     optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(left), .max_expansions = s.expansions,
                        .seed = s.seed, .top_k = s.top_k};
     o.max_constant_bytes = s.max_constant_bytes;
@@ -188,9 +193,16 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     }
 
     o.cost_model = "measured (" + std::string(B::name) + ")";
+    // A timing round runs a graph twice (untimed, then timed); plans and
+    // warm-up take about three rounds more. The search leaves room for
+    // min_rounds of the original and its best, each estimated at the
+    // original's cost; the top-k are timed too when the search ends early.
+    const int min_rounds = std::min(3, s.reps), overhead_rounds = 3;
+    const auto round_ms = [&](const graph& h) { return 2 * measured->graph_cost(h); };
+    const double timing_s = (min_rounds + overhead_rounds) * round_ms(g) * 2 / 1e3;
     prog.start_ticker("searching", s.budget);
     const auto t0 = std::chrono::steady_clock::now();
-    o.result = optimize(g, rules, *measured, search_options(s));
+    o.result = optimize(g, rules, *measured, search_options(s, timing_s));
     o.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     prog.stop_ticker();
 
@@ -200,29 +212,42 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     for (const graph& c : cands) runnable.push_back(o.unimplemented.empty() ? c : cut_around(c, o.unimplemented));
     auto inputs = backend::random_inputs(runnable[0], s.seed);
     // --budget bounds the command: the end-to-end timing gets what the
-    // search left, in fewer rounds (3 at least) when --reps of them would
-    // not fit. A round runs every candidate twice (untimed, then timed);
-    // plans and warm-up take about two rounds more.
-    o.timing_rounds = s.reps;
-    {
-        const double left_ms =
-            1e3 * (s.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count());
-        double round_ms = 0;
-        for (const graph& c : runnable) round_ms += 2 * measured->graph_cost(c);
-        if (round_ms > 0 && left_ms < (s.reps + 2) * round_ms)
-            o.timing_rounds = std::clamp(static_cast<int>(left_ms / round_ms) - 2, std::min(3, s.reps), s.reps);
+    // search left. It times the candidates in order (the original, the
+    // search's best, the top-k) as many as fit min_rounds, in fewer rounds
+    // than --reps when --reps would not fit. When not even the original and
+    // the best fit, nothing is timed and the cost model's best is written.
+    const double left_ms =
+        1e3 * (s.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count());
+    std::size_t fit = 0;
+    double fit_round_ms = 0;
+    while (fit < runnable.size() && (min_rounds + overhead_rounds) * (fit_round_ms + round_ms(runnable[fit])) <= left_ms)
+        fit_round_ms += round_ms(runnable[fit++]);
+    if (fit < std::min<std::size_t>(2, cands.size())) {
+        o.timing_rounds = 0;
+        o.untimed_need_ms = (min_rounds + overhead_rounds) *
+                            (round_ms(runnable[0]) + (runnable.size() > 1 ? round_ms(runnable[1]) : 0.0));
+        o.untimed_left_ms = std::max(0.0, left_ms);
+        o.chosen_index = cands.size() > 1 ? 1 : 0;
+        o.chosen = cands[o.chosen_index];
+    } else {
+        cands.resize(fit);
+        runnable.resize(fit);
+        o.timing_rounds = s.reps;
+        if (fit_round_ms > 0 && left_ms < (s.reps + overhead_rounds) * fit_round_ms)
+            o.timing_rounds =
+                std::clamp(static_cast<int>(left_ms / fit_round_ms) - overhead_rounds, min_rounds, s.reps);
+        prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(o.timing_rounds) +
+                  " rounds)");
+        auto pick = be.pick_fastest(runnable, inputs, o.timing_rounds);
+        be.drop_plans();  // the candidates' plans (weights in device layouts) are not run again
+        prog.clear();
+        o.chosen_index = pick.best;
+        o.candidate_ms = pick.ms;
+        for (std::size_t c = 1; c < cands.size(); ++c) o.rejected += pick.rejected[c];
+        o.chosen = cands[pick.best];
+        o.ms_before = pick.ms[0];
+        o.ms_after = pick.ms[pick.best];
     }
-    prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(o.timing_rounds) + " rounds)");
-    auto pick = be.pick_fastest(runnable, inputs, o.timing_rounds);
-    be.drop_plans();  // the candidates' plans (weights in device layouts) are not run again
-    prog.clear();
-    o.candidates = cands.size();
-    o.chosen_index = pick.best;
-    o.candidate_ms = pick.ms;
-    for (std::size_t c = 1; c < cands.size(); ++c) o.rejected += pick.rejected[c];
-    o.chosen = cands[pick.best];
-    o.ms_before = pick.ms[0];
-    o.ms_after = pick.ms[pick.best];
     o.cost_before = measured->graph_cost(g);
     o.cost_after = measured->graph_cost(o.chosen);
     // `measured` reads `device_cost` by reference: both are kept alive.
@@ -264,7 +289,6 @@ void run_analytic(const settings& s, const graph& g, std::span<const rewrite::ru
     prog.stop_ticker();
     o.chosen = o.result.optimized;
     o.chosen_index = o.result.report.improved ? 1 : 0;
-    o.candidates = o.result.report.improved ? 2 : 1;
     o.cost_before = o.result.report.cost_before;
     o.cost_after = o.result.report.cost_after;
     o.node_cost = [model](const graph& h, std::size_t i, const std::vector<bool>& constant) {
@@ -490,7 +514,12 @@ int optimize_command(int argc, char** argv, int first) {
     if (rep.oversized_constants)
         out << "  refused " << rep.oversized_constants << " rewrite(s) that would create a constant above "
             << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
-    if (!o.ms_before) out << "  end-to-end time: not measured (--backend analytic)\n";
+    if (s.backend == "analytic") out << "  end-to-end time: not measured (--backend analytic)\n";
+    else if (o.timing_rounds == 0)
+        out << std::fixed << std::setprecision(0) << "  end-to-end time: not measured: --budget left " << *o.untimed_left_ms
+            << " ms, timing the original and the best candidate needs about " << *o.untimed_need_ms
+            << " ms; the cost model's choice was written (raise --budget or lower --top-k)\n"
+            << std::defaultfloat;
     else {
         out << "  timed end to end (" << o.timing_rounds << " interleaved rounds"
             << (o.timing_rounds < s.reps ? ", fewer than --reps to stay within --budget" : "") << "): original "
@@ -503,7 +532,7 @@ int optimize_command(int argc, char** argv, int first) {
     }
     out << std::fixed << std::setprecision(2) << "  wall time: " << total_s << " s (--budget " << std::defaultfloat
         << s.budget << " s): reading the model " << std::fixed << s.import_s << " s, "
-        << (o.ms_before ? "measuring, search and timing " : "search ") << optimize_s
+        << (s.backend != "analytic" ? "measuring, search and timing " : "search ") << optimize_s
         << " s, export, read-back and verification " << check_s << " s\n"
         << std::defaultfloat;
     if (!o.unimplemented.empty()) {
