@@ -196,10 +196,12 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     // A timing round runs a graph twice (untimed, then timed); plans and
     // warm-up take about three rounds more. The search leaves room for
     // min_rounds of the original and its best, each estimated at the
-    // original's cost; the top-k are timed too when the search ends early.
+    // original's cost, and a twentieth of the budget at least (the search
+    // stops between expansions, a little past its deadline); the top-k are
+    // timed too when the search ends early.
     const int min_rounds = std::min(3, s.reps), overhead_rounds = 3;
     const auto round_ms = [&](const graph& h) { return 2 * measured->graph_cost(h); };
-    const double timing_s = (min_rounds + overhead_rounds) * round_ms(g) * 2 / 1e3;
+    const double timing_s = std::max(s.budget / 20, (min_rounds + overhead_rounds) * round_ms(g) * 2 / 1e3);
     prog.start_ticker("searching", s.budget);
     const auto t0 = std::chrono::steady_clock::now();
     o.result = optimize(g, rules, *measured, search_options(s, timing_s));
