@@ -119,6 +119,15 @@ TEST_CASE("cudnn plan: NHWC convolutions read input and filter in NHWC, pools ke
     }
 }
 
+TEST_CASE("cudnn plan: explicit reorders are device conversions, never host steps") {
+    for (const auto& c : op_cases()) {
+        if (c.name.find("explicit reorders") == std::string::npos) continue;
+        auto p = ci::compile_plan(c.g, false, {});
+        CHECK(p->stats.host_steps == 0);
+        CHECK(p->stats.views >= 1);  // the reorder into the layout the value already has
+    }
+}
+
 TEST_CASE("cudnn plan: matmul batch runs collapse into one strided call where possible") {
     graph g;
     g.mark_output(g.matmul(g.input("a", {2, 3, 4, 5}), g.input("b", {5, 6})));

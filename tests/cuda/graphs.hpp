@@ -71,6 +71,20 @@ inline std::vector<case_graph> op_cases() {
         set_layout(g, ap, spec::layout::nhwc);
         g.mark_output(g.conv2d(ap, g.input("w3", {2, 6, 3, 3}), {.pad = valid}));  // NCHW conv of an NHWC value, runtime filter
     });
+    add("explicit reorders (layout moves) to channels-last and back", [&](graph& g) {
+        value x = g.input("x", {1, 4, 8, 8});
+        value xr = g.add1(op_kind::reorder, {}, {x}, "x/to_nhwc");
+        set_layout(g, xr, spec::layout::nhwc);
+        value c = g.conv2d(xr, g.weight("w", {6, 4, 3, 3}, rng));
+        set_layout(g, c, spec::layout::nhwc);
+        value r = g.relu(c);
+        set_layout(g, r, spec::layout::nhwc);
+        value back = g.add1(op_kind::reorder, {}, {r}, "relu/to_nchw");
+        g.mark_output(back);
+        value same = g.add1(op_kind::reorder, {}, {r}, "relu/to_nhwc_again");  // already NHWC: a view
+        set_layout(g, same, spec::layout::nhwc);
+        g.mark_output(g.relu(same));
+    });
     add("conv with runtime weight", [&](graph& g) {
         value x = g.input("x", {1, 3, 7, 7});
         value w = g.input("w", {4, 3, 3, 3});

@@ -46,6 +46,7 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::enlarge: return lower_enlarge(L, i);
             case K::pad: return lower_pad(L, i);
             case K::reshape: return lower_reshape(L, i);
+            case K::reorder: return lower_reorder(L, i);
             default: throw refused("no GPU lowering for this operator");  // constants are folded before
         }
     } catch (const refused& e) {

@@ -8,6 +8,9 @@
 //   pad        pad2d kernel (zero border on the last two axes)
 //   enlarge    pad2d kernel (kernel centred in kh x kw)
 //   reshape    a view of the row-major buffer (no step)
+//   reorder    the layout conversion its out_layout asks for (a permute
+//              step shared by every reader asking for the same layout), or
+//              a view when the value is already stored that way
 #include "tsopt/backend/cudnn/plan.hpp"
 
 namespace tsopt::backend::cudnn_impl {
@@ -33,6 +36,15 @@ inline void lower_transpose(lowering& L, std::size_t i) {
     std::array<int, max_rank> perm{};
     for (int d = 0; d < os.rank; ++d) perm[static_cast<std::size_t>(d)] = spec::perm_axis(pm, d);
     L.set(i, 0, L.permute(x, perm, os, want, i, false));
+}
+
+// The explicit conversions of rewrite/layout.hpp (layout moves); they ran on
+// the host before, one copy to and from the device each.
+inline void lower_reorder(lowering& L, std::size_t i) {
+    tref x = L.in(i, 0);
+    const phys want = wanted(L.at(i).out_layout, L.out_shape(i).rank);
+    if (x.layout == want) ++L.p.stats.views;
+    L.set(i, 0, L.as(x, want, i));
 }
 
 inline void lower_concat(lowering& L, std::size_t i) {
