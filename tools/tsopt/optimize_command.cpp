@@ -230,14 +230,15 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     // the best fit, nothing is timed and the cost model's best is written.
     const double left_ms =
         1e3 * (s.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count());
+    std::vector<double> rounds_ms;  // one round of each candidate (each a pass over its graph)
+    for (const graph& c : runnable) rounds_ms.push_back(round_ms(c));
     std::size_t fit = 0;
     double fit_round_ms = 0;
-    while (fit < runnable.size() && (min_rounds + overhead_rounds) * (fit_round_ms + round_ms(runnable[fit])) <= left_ms)
-        fit_round_ms += round_ms(runnable[fit++]);
+    while (fit < runnable.size() && (min_rounds + overhead_rounds) * (fit_round_ms + rounds_ms[fit]) <= left_ms)
+        fit_round_ms += rounds_ms[fit++];
     if (fit < std::min<std::size_t>(2, cands.size())) {
         o.timing_rounds = 0;
-        o.untimed_need_ms = (min_rounds + overhead_rounds) *
-                            (round_ms(runnable[0]) + (runnable.size() > 1 ? round_ms(runnable[1]) : 0.0));
+        o.untimed_need_ms = (min_rounds + overhead_rounds) * (rounds_ms[0] + (rounds_ms.size() > 1 ? rounds_ms[1] : 0.0));
         o.untimed_left_ms = std::max(0.0, left_ms);
         o.chosen_index = cands.size() > 1 ? 1 : 0;
         o.chosen = cands[o.chosen_index];
@@ -400,7 +401,7 @@ int optimize_command(int argc, char** argv, int first) {
     // backend, during export and read-back with a device (whose timing used
     // both); errors still come in the old order, the read-back's first.
     std::future<std::vector<tensor<float>>> original_outputs;
-    std::shared_ptr<void> device;  // keeps the device backend alive for verification and pictures
+    std::shared_ptr<void> device;  // keeps the device backend alive for the pictures' operator costs
     if (s.backend == "analytic") {
         use_reference_executor(o, g);
         prepare_check();
