@@ -11,6 +11,7 @@
 #include "tsopt/onnx.hpp"
 #include "tsopt/optimize.hpp"
 #include "tsopt/search/backtracking.hpp"
+#include "tsopt/zoo/resnet.hpp"
 
 using namespace tsopt;
 using namespace rewrite_test;
@@ -306,4 +307,37 @@ TEST_CASE("oneDNN runs explicit reorders and NHWC regions without falling back")
     REQUIRE(got.size() == want.size());
     CHECK(relative_error(got[0], want[0]) <= 1e-4);
     CHECK(b.stats(h).fallbacks == 0);
+}
+
+// Random layout assignments over residual networks (ResNet-50's bottlenecks,
+// batch norm folded into conv + bias as optimize preprocesses them): the
+// oneDNN plan fuses bias, ReLU and the residual add (a sum post-op that
+// accumulates into the other operand's buffer) across NCHW/NHWC boundaries,
+// and must compute what the reference does for every mix. A search once
+// found a ResNet-50 candidate whose dnnl result was wrong (rel. error 0.65)
+// at a block's fused residual add.
+TEST_CASE("oneDNN computes random NCHW/NHWC mixes of residual networks as the reference does") {
+    zoo::options zo;
+    zo.width_div = 16;
+    zo.image = 32;
+    zo.depth_div = 2;
+    const graph g = rewrite::preprocess(zoo::resnet50(zo));
+    const auto ids = image_ops(g);
+    REQUIRE(ids.size() > 20);
+    auto in = backend::random_inputs(g, 5);
+    auto want = backend::reference{}.execute(g, in);
+    std::mt19937_64 rng(2026);
+    for (int trial = 0; trial < 24; ++trial) {
+        std::vector<std::size_t> pick;
+        const double p = 0.2 + 0.6 * static_cast<double>(trial % 4) / 3.0;
+        for (std::size_t i : ids)
+            if (std::uniform_real_distribution<double>(0, 1)(rng) < p) pick.push_back(i);
+        graph h = rewrite::with_layout(g, pick, sp::layout::nhwc);
+        h.validate();
+        backend::dnnl b({.persist = false});
+        auto got = b.execute(h, in);
+        REQUIRE(got.size() == want.size());
+        INFO("trial ", trial, ": ", pick.size(), " of ", ids.size(), " image operators NHWC");
+        CHECK(relative_error(got[0], want[0]) <= 1e-4);
+    }
 }

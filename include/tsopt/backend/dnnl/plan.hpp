@@ -397,9 +397,12 @@ public:
         s.args = std::move(args);
         s.scratch_md = pd.scratchpad_desc();
         s.scratch = s.scratch_md.get_size();
+        for (const auto& [arg, r] : s.args)
+            if (arg == DNNL_ARG_DST || arg == DNNL_ARG_TO) written(r);
         p.steps.push_back(std::move(s));
     }
     void custom(std::size_t node, custom_fn fn, std::vector<tref> ins, std::vector<tref> outs, std::string what) {
+        for (const tref& r : outs) written(r);
         step s;
         s.node = static_cast<std::int32_t>(node);
         s.what = std::move(what);
@@ -413,6 +416,13 @@ public:
         std::size_t bytes = r.md.get_size();
         custom(node, [bytes](std::span<float* const>, std::span<float* const> out) { std::memset(out[0], 0, bytes); }, {}, {r},
                "zero");
+    }
+
+    // A step writes buffer r.buf: conversions read from it, or into it, before
+    // that hold stale data (a sum post-op accumulates into its other operand's
+    // buffer, whose earlier reorder a later reader would otherwise reuse).
+    void written(const tref& r) {
+        std::erase_if(conversions_, [&](const auto& c) { return c.first.buf == r.buf || c.second.buf == r.buf; });
     }
 
     // `r` in layout `md`: itself, or a reorder of it (done now for constants,
