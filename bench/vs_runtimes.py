@@ -121,6 +121,11 @@ def run_model(args, name, path, threads, work):
         rounds["tsopt_orig"].append(a)
         rounds["tsopt_opt"].append(b)
         for k, f in runners.items():
+            # The previous runner's idle thread pool may still be spinning on the
+            # second core (ONNX Runtime's intra-op threads spin after each run): at
+            # 2 threads that made whichever runner came next run at about its
+            # 1-thread speed on the small models (mobilenet_v2, squeezenet).
+            time.sleep(0.2)
             rounds[k].append(median_ms(f, args.reps))
         log(f"  {name} t={threads} round {rnd + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rounds.items()))
     for k, v in rounds.items():

@@ -94,7 +94,11 @@ struct optimize_report {
     std::size_t expansions = 0, generated = 0, dedup_hits = 0, rejected = 0, pruned = 0;
     std::size_t oversized_constants = 0;   // applications refused: a constant above max_constant_bytes
     std::size_t max_constant_bytes = 0;    // the limit in force
-    std::map<std::string, int> rule_uses;
+    std::map<std::string, int> rule_uses;  // the derivation of `optimized` (rule name, or "layout move")
+    // What preprocessing did, by kind (batch norms folded into their
+    // convolution, operators on constants folded into weights): part of
+    // `optimized` when `improved`, and of every top-k candidate but the input.
+    std::map<std::string, int> preprocessing;
     std::map<std::string, int> pet_uses;  // PET mutation families in the result
     std::size_t pet_candidates = 0;       // corrected mutants considered
     search::stop_reason stopped = search::stop_reason::saturated;  // the most limiting of the parts'
@@ -117,6 +121,10 @@ struct optimize_report {
             os << "rules used:\n";
             for (const auto& [name, n] : rule_uses) os << "  " << n << " x " << name << "\n";
         }
+        if (improved && !preprocessing.empty()) {
+            os << "preprocessing:\n";
+            for (const auto& [what, n] : preprocessing) os << "  " << n << " x " << what << "\n";
+        }
         if (pet_candidates > 0) {
             os << "PET: " << pet_candidates << " corrected mutants considered";
             if (pet_uses.empty()) os << ", none kept\n";
@@ -132,6 +140,17 @@ struct optimize_result {
     graph optimized;
     optimize_report report;
     std::vector<graph> top_k;
+    std::vector<std::map<std::string, int>> top_k_rule_uses;  // each top_k graph's derivation, as report.rule_uses
+
+    // The derivation of `optimized` or of a top-k candidate (matched by
+    // structure); nullptr for any other graph.
+    const std::map<std::string, int>* rule_uses_of(const graph& h) const {
+        const std::uint64_t k = h.structural_hash();
+        if (k == optimized.structural_hash()) return &report.rule_uses;
+        for (std::size_t i = 0; i < top_k.size() && i < top_k_rule_uses.size(); ++i)
+            if (top_k[i].structural_hash() == k) return &top_k_rule_uses[i];
+        return nullptr;
+    }
 };
 
 namespace detail {
@@ -143,7 +162,6 @@ inline void merge_report(optimize_report& into, const search::report& r) {
     into.rejected += r.rejected;
     into.oversized_constants += r.oversized_constants;
     into.pruned += r.pruned;
-    for (const auto& [n, k] : r.rule_uses) into.rule_uses[n] += k;
     if (static_cast<int>(r.stopped) > static_cast<int>(into.stopped)) into.stopped = r.stopped;
 }
 
@@ -303,6 +321,7 @@ struct leaf_result {
     std::size_t applied = 0;
     std::map<std::string, int> uses;
     std::vector<graph> others;
+    std::vector<std::map<std::string, int>> others_uses;
 };
 template <class Cost>
 leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& model,
@@ -333,7 +352,7 @@ leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& m
     std::vector<run> runs;
     for (auto first : firsts) {
         if (std::chrono::steady_clock::now() > deadline) break;
-        leaf_result r{g, 0, {}, {}};
+        leaf_result r{g, 0, {}, {}, {}};
         if (first) {
             r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, ao, first);
             if (r.applied == 0) continue;  // the rule has no leaf match that pays
@@ -345,11 +364,30 @@ leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& m
         for (const auto& x : runs) seen = seen || x.hash == h;
         if (!seen) runs.push_back({static_cast<double>(model.graph_cost(r.best)), h, std::move(r)});
     }
-    if (runs.empty()) return {g, 0, {}, {}};
+    if (runs.empty()) return {g, 0, {}, {}, {}};
     std::stable_sort(runs.begin(), runs.end(), [](const run& a, const run& b) { return a.cost < b.cost; });
     leaf_result out = std::move(runs.front().r);
-    for (std::size_t i = 1; i < runs.size(); ++i) out.others.push_back(std::move(runs[i].r.best));
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+        out.others.push_back(std::move(runs[i].r.best));
+        out.others_uses.push_back(std::move(runs[i].r.uses));
+    }
     return out;
+}
+
+// What rewrite::preprocess did between `before` and `after`, by kind.
+inline std::map<std::string, int> preprocessing_done(const graph& before, const graph& after) {
+    const auto constant = before.constant_mask();
+    int folded = 0, norms_before = 0, norms_after = 0;
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        if (before.nodes[i].kind != node_kind::op) continue;
+        if (constant[i]) ++folded;
+        else norms_before += before.nodes[i].is_op(spec::op_kind::batchnorm);
+    }
+    for (const node& n : after.nodes) norms_after += n.is_op(spec::op_kind::batchnorm);
+    std::map<std::string, int> done;
+    if (folded > 0) done["operator on constants folded into a weight"] = folded;
+    if (norms_before > norms_after) done["batch norm folded into its convolution"] = norms_before - norms_after;
+    return done;
 }
 
 inline std::size_t weight_bytes(const graph& g) {
@@ -384,6 +422,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     rewrite::fold_cache cache(max_memory);
     graph g = o.preprocess ? rewrite::preprocess(input, cache) : input;
     const graph preprocessed = o.top_k > 1 ? g : graph{};
+    if (o.preprocess) res.report.preprocessing = detail::preprocessing_done(input, g);
     res.report.max_constant_bytes = o.max_constant_bytes ? o.max_constant_bytes : default_max_constant_bytes(input);
 
     // One index for every search, part and phase of this call.
@@ -403,17 +442,29 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             .max_constant_bytes(res.report.max_constant_bytes);
     };
 
-    // Rule search over the whole graph, or per part with stitching.
-    auto rule_search = [&](graph g, std::chrono::duration<double> budget, std::size_t expansions, bool keep_top_k) {
+    // Rule search over the whole graph, or per part with stitching. Returns
+    // the graph with its derivation (rule uses).
+    using uses_t = std::map<std::string, int>;
+    auto rule_search = [&](graph g, std::chrono::duration<double> budget, std::size_t expansions,
+                           bool keep_top_k) -> std::pair<graph, uses_t> {
         const auto started = std::chrono::steady_clock::now();
+        uses_t uses;
+        auto add_uses = [&uses](const uses_t& u) {
+            for (const auto& [name, k] : u) uses[name] += k;
+        };
         if (g.op_count() <= o.partition_threshold) {
             auto r = searcher(expansions, budget, keep_top_k ? o.top_k : 0).run(g, model);
             detail::merge_report(res.report, r.rep);
             g = std::move(r.best);
-            if (keep_top_k) res.top_k = std::move(r.top_k);
+            uses = std::move(r.rep.rule_uses);
+            if (keep_top_k) {
+                res.top_k = std::move(r.top_k);
+                res.top_k_rule_uses = std::move(r.top_k_uses);
+            }
         } else {
             std::optional<graph> before_parts;
             std::vector<graph> leaf_alternatives;
+            std::vector<uses_t> leaf_alternatives_uses;
             if (o.leaf_matches) {
                 const auto deadline =
                     started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget * o.leaf_share);
@@ -425,18 +476,23 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     if (keep_top_k && o.top_k > 1) {
                         before_parts = g;
                         leaf_alternatives = std::move(leaf.others);
-                        if (leaf_alternatives.size() + 2 > o.top_k) leaf_alternatives.resize(o.top_k - 2);
+                        leaf_alternatives_uses = std::move(leaf.others_uses);
+                        if (leaf_alternatives.size() + 2 > o.top_k) {
+                            leaf_alternatives.resize(o.top_k - 2);
+                            leaf_alternatives_uses.resize(o.top_k - 2);
+                        }
                     }
                 }
                 res.report.leaf_matches += leaf.applied;
                 res.report.leaf_time += std::chrono::steady_clock::now() - started;
-                for (const auto& [name, k] : leaf.uses) res.report.rule_uses[name] += k;
+                add_uses(leaf.uses);
             }
+            const uses_t leaf_uses = uses;
             // Out of time already (a large model whose import took the
             // budget): pricing the cuts and partitioning would only be thrown away.
             if (std::chrono::steady_clock::now() - started >= budget) {
                 res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
-                return g;
+                return {std::move(g), std::move(uses)};
             }
             const auto search_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
             auto parts = search::partition(g, detail::match_capacity(g, index),
@@ -471,6 +527,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 expansions_left -= std::min(expansions_left, r.rep.expansions);
                 detail::merge_report(res.report, r.rep);
                 if (!(r.rep.cost_after < r.rep.cost_before)) continue;
+                add_uses(r.rep.rule_uses);
                 subs.push_back(std::move(sg));
                 optimized.push_back(std::move(r.best));
             }
@@ -484,21 +541,25 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     auto r = searcher(o.cut_expansions, left, 0).run(g, model);
                     detail::merge_report(res.report, r.rep);
                     g = std::move(r.best);
+                    add_uses(r.rep.rule_uses);
                 }
             }
             // Candidates for a caller that verifies on the board (top_k): the
             // final graph first, then the graph before the parts' search.
             if (keep_top_k && o.top_k > 1 && before_parts) {
                 res.top_k = {g, std::move(*before_parts)};
+                res.top_k_rule_uses = {uses, leaf_uses};
                 for (auto& alt : leaf_alternatives) res.top_k.push_back(std::move(alt));
+                for (auto& alt : leaf_alternatives_uses) res.top_k_rule_uses.push_back(std::move(alt));
             }
         }
-        return g;
+        return {std::move(g), std::move(uses)};
     };
 
     auto budget_left = [&] { return o.budget - (std::chrono::steady_clock::now() - t0); };
     // What preprocessing took is part of the budget.
-    g = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
+    uses_t uses;
+    std::tie(g, uses) = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
 
     // PET joint optimization: corrected mutants of the current best are
     // searched again with the rules; each round keeps the cheapest result.
@@ -513,20 +574,23 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         double best = static_cast<double>(model.graph_cost(g));
         std::optional<std::size_t> kept;
         graph kept_graph;
+        uses_t kept_uses;
         const std::size_t seeds = std::min(o.pet_seeds, by_cost.size());
         for (std::size_t s = 0; s < seeds && budget_left() > decltype(budget_left())::zero(); ++s) {
             const auto share = budget_left() / static_cast<double>(seeds - s);
-            graph h = rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
+            auto [h, h_uses] = rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
             double c = static_cast<double>(model.graph_cost(h));
             if (c < best) {
                 best = c;
                 kept = by_cost[s].second;
                 kept_graph = std::move(h);
+                kept_uses = std::move(h_uses);
             }
         }
         if (!kept) break;
         ++res.report.pet_uses[cands[*kept].family];
         g = std::move(kept_graph);
+        for (const auto& [name, k] : kept_uses) uses[name] += k;
     }
 
     g.validate();
@@ -535,10 +599,10 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         res.optimized = std::move(g);
         res.report.cost_after = after;
         res.report.improved = true;
+        res.report.rule_uses = std::move(uses);
     } else {
         res.optimized = input;
         res.report.cost_after = res.report.cost_before;
-        res.report.rule_uses.clear();
     }
     // Candidates for a caller that verifies on the board (top_k), distinct,
     // best first: the result; the result with its NHWC choices undone and
@@ -549,19 +613,32 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     // and the other leaf-merge orders).
     if (o.top_k > 0) {
         std::vector<graph> offered = std::move(res.top_k);
+        std::vector<uses_t> offered_uses = std::move(res.top_k_rule_uses);
+        offered_uses.resize(offered.size());
         std::vector<graph> cands{res.optimized};
+        std::vector<uses_t> cands_uses{res.report.rule_uses};
         if (o.top_k > 1) {
+            // The NHWC choices undone: the rules stay, the layout moves go.
             cands.push_back(rewrite::without_nhwc(res.optimized));
+            uses_t kept_rules = res.report.rule_uses;
+            kept_rules.erase(std::string(search::layout_move_name));
+            cands_uses.push_back(std::move(kept_rules));
             cands.push_back(preprocessed);
+            cands_uses.emplace_back();
         }
-        for (auto& c : offered) cands.push_back(std::move(c));
+        for (std::size_t i = 0; i < offered.size(); ++i) {
+            cands.push_back(std::move(offered[i]));
+            cands_uses.push_back(std::move(offered_uses[i]));
+        }
         std::vector<std::uint64_t> seen;
         res.top_k.clear();
-        for (auto& c : cands) {
-            const auto h = c.structural_hash();
+        res.top_k_rule_uses.clear();
+        for (std::size_t i = 0; i < cands.size(); ++i) {
+            const auto h = cands[i].structural_hash();
             if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
             seen.push_back(h);
-            res.top_k.push_back(std::move(c));
+            res.top_k.push_back(std::move(cands[i]));
+            res.top_k_rule_uses.push_back(std::move(cands_uses[i]));
             if (res.top_k.size() == o.top_k) break;
         }
     }

@@ -184,6 +184,12 @@ try:
     expect("cpu report: rules_used is none exactly when the original was kept",
            (r["rules_used_of"] == "none") == r["kept_original"] and (r["rules_used_of"] != "none" or not r["rules_used"]),
            f'{r["rules_used_of"]}, kept_original {r["kept_original"]}')
+    # The demo (a NasNet-A with batch norms) is written preprocessed unless the
+    # original is kept; the report says so, and names the written graph's own rules.
+    expect("cpu report: preprocessing reported exactly when a candidate was written",
+           bool(r["preprocessing"].get("batch norm folded into its convolution")) != r["kept_original"],
+           json.dumps(r["preprocessing"]))
+    expect("cpu report: the rules are the written graph's", r["rules_used_of"] in ("chosen", "none"), r["rules_used_of"])
     expect("cpu report: chosen is the fastest timed",
            r["after"]["end_to_end_ms"] <= min(x for x in r["candidate_ms"] if x is not None) + 1e-12)
 except Exception as e:  # noqa: BLE001

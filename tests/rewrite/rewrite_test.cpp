@@ -4,6 +4,7 @@
 // on the reference backend.
 #include <chrono>
 
+#include "tsopt/cost/analytical.hpp"
 #include "tsopt/optimize.hpp"
 #include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/from_axiom.hpp"
@@ -360,6 +361,13 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     auto p = rewrite::preprocess(g);
     CHECK(ops_of(p) == "conv2d ewadd relu ");
     check_equivalent(g, p);
+    // Reported as what it did (optimize's report, and tsopt optimize's).
+    const std::map<std::string, int> done{{"operator on constants folded into a weight", 1},
+                                          {"batch norm folded into its convolution", 1}};
+    CHECK(tsopt::detail::preprocessing_done(g, p) == done);
+    auto r = optimize(g, {}, cost::analytical{}, {.max_expansions = 5});
+    CHECK(r.report.preprocessing == done);
+    CHECK(optimize(g, {}, cost::analytical{}, {.max_expansions = 5, .preprocess = false}).report.preprocessing.empty());
 
     // Equal folds share one tensor (so the search's hashes agree).
     rewrite::fold_cache cache;

@@ -7,7 +7,9 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "backends.hpp"
 #include "commands.hpp"
@@ -445,9 +447,13 @@ int optimize_command(int argc, char** argv, int first) {
     auto before = md.evaluate(g), after = md.evaluate(o.chosen);
     const auto& rep = o.result.report;
     const bool kept_original = o.chosen_index == 0;
-    // Whose derivation the rules used are: the search records its best
-    // graph's; a faster top-k candidate written instead has none recorded.
-    const bool chose_best = !kept_original && o.chosen.structural_hash() == o.result.optimized.structural_hash();
+    // The written graph's own derivation: every candidate is the optimizer's
+    // result or one of its top-k, each with the rules that made it.
+    static const std::map<std::string, int> no_uses;
+    const std::map<std::string, int>* derivation = kept_original ? &no_uses : o.result.rule_uses_of(o.chosen);
+    if (!derivation) throw std::logic_error("the chosen candidate is neither the optimizer's result nor one of its top-k");
+    const std::map<std::string, int>& uses = *derivation;
+    const std::map<std::string, int>& preprocessing = kept_original ? no_uses : rep.preprocessing;
 
     if (agree) write_file(s.out, bytes, "the optimized model");
     // Where the time went: --budget cuts short measuring, the search and the
@@ -556,14 +562,21 @@ int optimize_command(int argc, char** argv, int first) {
         for (const auto& [name, n] : rep.rule_uses) out << " " << n << " x " << name;
         out << (rep.rule_uses.empty() ? " none (weight preprocessing only)" : "") << "\n";
     }
-    if (kept_original || rep.rule_uses.empty()) out << "  rules used: none\n";
+    if (uses.empty()) out << "  rules used: none\n";
     else {
-        out << "  rules used (" << (chose_best ? "derivation of the chosen graph"
-                                    : "derivation of the optimizer's best graph; the chosen candidate's is not recorded")
-            << "):\n";
-        std::vector<std::pair<std::string, int>> uses(rep.rule_uses.begin(), rep.rule_uses.end());
-        std::stable_sort(uses.begin(), uses.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-        for (const auto& [name, n] : uses) out << "    " << std::setw(4) << n << " x " << name << "\n";
+        out << "  rules used (derivation of the written graph):\n";
+        std::vector<std::pair<std::string, int>> by_uses(uses.begin(), uses.end());
+        std::stable_sort(by_uses.begin(), by_uses.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+        for (const auto& [name, n] : by_uses) out << "    " << std::setw(4) << n << " x " << name << "\n";
+    }
+    if (!preprocessing.empty()) {
+        out << "  preprocessing (in the written graph):";
+        const char* sep = " ";
+        for (const auto& [what, n] : preprocessing) {
+            out << sep << n << " x " << what;
+            sep = ", ";
+        }
+        out << "\n";
     }
     out << std::scientific << std::setprecision(2) << "  verification: outputs of the written model vs the original on random inputs ("
         << o.executor << "): max relative error " << err << " (tolerance " << s.tolerance << "): "
@@ -572,8 +585,9 @@ int optimize_command(int argc, char** argv, int first) {
 
     if (!s.report.empty()) {
         json rules_used = json::object();
-        if (!kept_original)
-            for (const auto& [name, n] : rep.rule_uses) rules_used[name] = n;
+        for (const auto& [name, n] : uses) rules_used[name] = n;
+        json preprocessing_done = json::object();
+        for (const auto& [what, n] : preprocessing) preprocessing_done[what] = n;
         json candidate_ms = json::array();
         for (double ms : o.candidate_ms) candidate_ms.push_back(json_number(ms));
         json picture_paths = json::array();
@@ -610,7 +624,8 @@ int optimize_command(int argc, char** argv, int first) {
               {"pruned", rep.pruned},
               {"improved_cost", rep.improved}}},
             {"rules_used", rules_used},
-            {"rules_used_of", kept_original ? "none" : chose_best ? "chosen" : "optimizer_best"},
+            {"rules_used_of", kept_original ? "none" : "chosen"},
+            {"preprocessing", preprocessing_done},
             {"candidate_ms", candidate_ms},
             {"timing_rounds", o.timing_rounds},
             {"wall_seconds",

@@ -32,6 +32,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -57,6 +58,10 @@ inline std::string_view to_string(stop_reason r) {
     }
     return "?";
 }
+
+// How a derivation names a step that was a layout move (rewrite::layout_moves),
+// not a rule.
+inline constexpr std::string_view layout_move_name = "layout move";
 
 struct report {
     double cost_before = 0, cost_after = 0;
@@ -92,6 +97,7 @@ struct result {
     graph best;
     report rep;
     std::vector<graph> top_k;  // distinct candidates, best first (best included), when asked for
+    std::vector<std::map<std::string, int>> top_k_uses;  // each top_k graph's derivation, as report::rule_uses
 };
 
 class backtracking {
@@ -169,18 +175,18 @@ public:
         std::int64_t best_hist = 0;
         res.best = start;
         std::unordered_set<std::uint64_t> seen{start.structural_hash()};
-        // top-k: (cost, hash) ordered, distinct hashes
-        std::vector<std::tuple<double, std::uint64_t, graph>> top;
-        auto offer_top = [&](double c, std::uint64_t h, const graph& g) {
+        // top-k: (cost, hash) ordered, distinct hashes, with their history entry
+        std::vector<std::tuple<double, std::uint64_t, graph, std::int64_t>> top;
+        auto offer_top = [&](double c, std::uint64_t h, const graph& g, std::int64_t hist) {
             if (top_k_ == 0) return;
             if (top.size() == top_k_ && !(c < std::get<0>(top.back()))) return;
             auto it = std::lower_bound(top.begin(), top.end(), c, [](const auto& e, double v) { return std::get<0>(e) < v; });
             // ties keep discovery order
             while (it != top.end() && std::get<0>(*it) == c) ++it;
-            top.insert(it, {c, h, g});
+            top.insert(it, {c, h, g, hist});
             if (top.size() > top_k_) top.pop_back();
         };
-        offer_top(best_cost, *seen.begin(), start);
+        offer_top(best_cost, *seen.begin(), start, 0);
         std::size_t queued_bytes = 0;
         // Constants of queued graphs that the start graph does not hold, by
         // how many queued graphs hold each: its bytes count while one does.
@@ -229,7 +235,7 @@ public:
             double c = price(g);
             history.push_back({parent, rule_idx});
             auto hist = static_cast<std::int64_t>(history.size() - 1);
-            offer_top(c, h, g);
+            offer_top(c, h, g, hist);
             if (c < best_cost) {
                 best_cost = c;
                 best_hist = hist;
@@ -302,11 +308,19 @@ public:
         if (res.rep.stopped == stop_reason::saturated && !queue.empty()) res.rep.stopped = stop_reason::time_limit;
 
         res.rep.cost_after = best_cost;
-        for (std::int64_t h = best_hist; h > 0; h = history[static_cast<std::size_t>(h)].parent) {
-            int ri = history[static_cast<std::size_t>(h)].rule;
-            res.rep.rule_uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string("layout move")]++;
+        auto uses_along = [&](std::int64_t from) {
+            std::map<std::string, int> uses;
+            for (std::int64_t h = from; h > 0; h = history[static_cast<std::size_t>(h)].parent) {
+                int ri = history[static_cast<std::size_t>(h)].rule;
+                uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string(layout_move_name)]++;
+            }
+            return uses;
+        };
+        res.rep.rule_uses = uses_along(best_hist);
+        for (auto& [c, h, gg, hist] : top) {
+            res.top_k.push_back(std::move(gg));
+            res.top_k_uses.push_back(uses_along(hist));
         }
-        for (auto& [c, h, gg] : top) res.top_k.push_back(std::move(gg));
         res.rep.elapsed = std::chrono::steady_clock::now() - t0;
         return res;
     }
