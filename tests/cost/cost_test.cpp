@@ -307,3 +307,46 @@ TEST_CASE("whole-graph pricing is linear: no per-node ancestor walk on a 20k-nod
     CHECK(cost::runs_at_inference(g, g.size() - 1));
     CHECK(cost::detail::inference_walks.load() == walks + 1);
 }
+
+TEST_CASE("measured: past its measuring deadline, uncached operators are estimated, scaled, and kept out of the cache") {
+    std::mt19937_64 rng(5);
+    graph g;
+    auto x = g.input("x", {1, 8, 16, 16});
+    auto w = g.weight("w", {8, 8, 3, 3}, rng);
+    auto a = g.conv2d(x, w, {}, "a");
+    auto r = g.relu(a, "r");
+    auto t = g.tanh(r, "t");
+    g.mark_output(t);
+    const auto ai = static_cast<std::size_t>(a.node), ri = static_cast<std::size_t>(r.node), ti = static_cast<std::size_t>(t.node);
+
+    counting_backend be;
+    cost::measured<counting_backend> m{be};
+    const double conv_ms = m.operator_cost(g, ai);  // measured before the deadline
+    CHECK(be.calls == 1);
+    // The estimator prices the conv at 2 and the others at 1: the conv's
+    // measured time over 2 is the scale.
+    int asked = 0;
+    m.measure_until(std::chrono::steady_clock::now() - std::chrono::seconds(1),
+                    [&](const graph& h, std::size_t i, const std::vector<bool>&) {
+                        ++asked;
+                        return h.nodes[i].is_op(spec::op_kind::conv2d) ? 2.0 : 1.0;
+                    });
+    CHECK(m.operator_cost(g, ai) == conv_ms);  // cached: still the measurement
+    const double relu_est = m.operator_cost(g, ri);
+    CHECK(relu_est == doctest::Approx(conv_ms / 2));
+    CHECK(m.operator_cost(g, ti) == doctest::Approx(conv_ms / 2));
+    CHECK(be.calls == 1);  // nothing measured past the deadline
+    CHECK(m.estimated() == 2);
+    CHECK(m.cache().size() == 1);  // estimates never enter the (persisted) cache
+    const int asked_before = asked;
+    CHECK(m.operator_cost(g, ri) == relu_est);  // fixed at first use
+    CHECK(asked == asked_before);
+    // A deadline still ahead measures as before.
+    cost::measured<counting_backend> fresh{be, m.shared_cache()};
+    fresh.measure_until(std::chrono::steady_clock::now() + std::chrono::hours(1),
+                        [](const graph&, std::size_t, const std::vector<bool>&) { return 1.0; });
+    (void)fresh.operator_cost(g, ri);
+    CHECK(be.calls == 2);
+    CHECK(fresh.estimated() == 0);
+    CHECK_THROWS_AS(fresh.measure_until(std::chrono::steady_clock::now(), {}), error);
+}

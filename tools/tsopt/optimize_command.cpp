@@ -44,7 +44,8 @@ const std::string_view optimize_help =
     "                          and measurement cache give the same result whatever the machine's load\n"
     "  --budget SECONDS        wall-time cap of import, measurement, search and end-to-end timing (default 60);\n"
     "                          a search it stops before --expansions depends on the machine's speed (the\n"
-    "                          summary says so)\n"
+    "                          summary says so); on a cold measurement cache, operators it leaves no time\n"
+    "                          to measure are priced by the analytical model (the summary counts them)\n"
     "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
     "  --dims NAME=N,...       values for named symbolic dimensions\n"
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
@@ -97,6 +98,7 @@ struct outcome {
     // what the original and the best would have needed, and what was left.
     std::optional<double> untimed_need_ms, untimed_left_ms;
     double search_s = 0;
+    std::size_t estimated_operators = 0;  // priced by the analytical model: --budget ran out while measuring
     // For pictures; the last argument is the graph's constant_mask().
     std::function<double(const graph&, std::size_t, const std::vector<bool>&)> node_cost;
     std::function<std::vector<tensor<float>>(const graph&, const std::vector<tensor<float>>&)> execute;
@@ -188,6 +190,19 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     auto device_cost = std::make_shared<cost::measured<B>>(be);
     auto measured = std::make_shared<without_unrunnable<cost::measured<B>>>(*device_cost, o.unimplemented);
 
+    // --budget bounds measuring too: on a cold cache the operators not
+    // measured by half the budget (up front), or by the end of the search's
+    // share (operators the search creates), are priced by the analytical
+    // model scaled to the measured ones, and measured by a later run.
+    const auto measure_by = [&](double seconds_from_start) {
+        if (std::isfinite(s.budget) && s.budget < 1e9)
+            device_cost->measure_until(s.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(seconds_from_start)),
+                                       [a = cost::analytical{}](const graph& h, std::size_t i, const std::vector<bool>& c) {
+                                           return a.operator_cost(h, i, c);
+                                       });
+    };
+    measure_by(s.budget / 2);
     // Every operator of the input and of its preprocessed form, measured up
     // front (the slow part on a cold cache), with a progress bar.
     {
@@ -216,7 +231,10 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     const double timing_s = std::max(s.budget / 20, (min_rounds + overhead_rounds) * round_ms(g) * 2 / 1e3);
     prog.start_ticker("searching", s.budget);
     const auto t0 = std::chrono::steady_clock::now();
-    o.result = optimize(g, rules, *measured, search_options(s, timing_s));
+    const auto search_opts = search_options(s, timing_s);
+    measure_by(std::chrono::duration<double>(t0 - s.started).count() + search_opts.budget.count());
+    o.result = optimize(g, rules, *measured, search_opts);
+    o.estimated_operators = device_cost->estimated();
     o.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     prog.stop_ticker();
 
@@ -526,6 +544,10 @@ int optimize_command(int argc, char** argv, int first) {
     if (rep.oversized_constants)
         out << "  refused " << rep.oversized_constants << " rewrite(s) that would create a constant above "
             << rep.max_constant_bytes / double(1 << 20) << " MiB (--max-constant-mib)\n";
+    if (o.estimated_operators)
+        out << "  operators estimated, not measured: " << o.estimated_operators
+            << " (--budget ran out while measuring them on a cold measurement cache; priced by the analytical model"
+               " scaled to the measured ones; a later run measures them)\n";
     if (s.backend == "analytic") out << "  end-to-end time: not measured (--backend analytic)\n";
     else if (o.timing_rounds == 0)
         out << std::fixed << std::setprecision(0) << "  end-to-end time: not measured: --budget left " << *o.untimed_left_ms
@@ -622,6 +644,7 @@ int optimize_command(int argc, char** argv, int first) {
               {"refused_oversized_constants", rep.oversized_constants},
               {"max_constant_bytes", rep.max_constant_bytes},
               {"pruned", rep.pruned},
+              {"estimated_operators", o.estimated_operators},
               {"improved_cost", rep.improved}}},
             {"rules_used", rules_used},
             {"rules_used_of", kept_original ? "none" : "chosen"},

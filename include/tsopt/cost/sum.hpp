@@ -10,7 +10,11 @@
 // sum applies the common rules on top of the source: inputs, weights and
 // weight-only (folded) operators cost 0, so the source is only asked about
 // operators that run at inference. Both models are additive.
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "tsopt/backend/backend.hpp"
@@ -73,19 +77,37 @@ sum(S) -> sum<S>;
 // Measured per-operator times: backend.measure(g, node) (median ms), asked
 // once per distinct op_key; the cache may be shared between models and
 // saved/loaded (op_cache::save / load).
+//
+// Measuring can be given a deadline (measure_until: a command's --budget,
+// which a cold cache would otherwise overrun: the demo's 638 operators take
+// about 2 s). Past it, an operator the cache does not hold is priced by an
+// estimator instead (the analytical model), scaled by what the cached
+// operators of the graph being priced cost against their estimates, so both
+// kinds of price are in one unit. Estimates are kept apart and never enter
+// the cache (a later run measures them), and each is fixed at first use, so
+// a graph's price does not drift during a search.
 template <backend::measurer B>
 class measured {
 public:
     static constexpr bool additive = true;
+    using estimator = std::function<double(const graph&, std::size_t, const std::vector<bool>&)>;
 
     explicit measured(B& backend, std::shared_ptr<op_cache<double>> cache = std::make_shared<op_cache<double>>())
         : backend_(&backend), cache_(std::move(cache)) {
         if (!cache_) throw error("cost::measured: the cache must not be null");
     }
 
-    double operator_cost(const graph& g, std::size_t i) { return runs_at_inference(g, i) ? lookup(g, i) : 0.0; }
+    void measure_until(std::chrono::steady_clock::time_point deadline, estimator estimate) {
+        if (!estimate) throw error("cost::measured: measure_until needs an estimator");
+        deadline_ = deadline;
+        estimate_ = std::move(estimate);
+    }
+    // Operators priced by the estimator so far (distinct op_keys).
+    std::size_t estimated() const { return estimates_.size(); }
+
+    double operator_cost(const graph& g, std::size_t i) { return runs_at_inference(g, i) ? lookup(g, i, nullptr) : 0.0; }
     double operator_cost(const graph& g, std::size_t i, const std::vector<bool>& constant) {
-        return runs_at_inference(g, i, constant) ? lookup(g, i) : 0.0;
+        return runs_at_inference(g, i, constant) ? lookup(g, i, &constant) : 0.0;
     }
     double graph_cost(const graph& g) {
         auto constant = g.constant_mask();
@@ -97,8 +119,10 @@ public:
     const std::shared_ptr<op_cache<double>>& shared_cache() const { return cache_; }
 
 private:
-    double lookup(const graph& g, std::size_t i) {
-        return cache_->get_or(op_key::of(g, i), [&] {
+    double lookup(const graph& g, std::size_t i, const std::vector<bool>* constant) {
+        op_key k = op_key::of(g, i);
+        if (deadline_ && !cache_->find(k) && std::chrono::steady_clock::now() >= *deadline_) return estimate(g, i, k, constant);
+        return cache_->get_or(k, [&] {
             double ms = static_cast<double>(backend_->measure(g, i));
             if (!(ms >= 0))
                 throw error(std::string(B::name) + " backend measured " + g.nodes[i].describe() + " at " +
@@ -106,8 +130,33 @@ private:
             return ms;
         });
     }
+    double estimate(const graph& g, std::size_t i, const op_key& k, const std::vector<bool>* constant) {
+        if (auto it = estimates_.find(k); it != estimates_.end()) return it->second;
+        std::vector<bool> own;
+        if (!constant) constant = &(own = g.constant_mask());
+        if (!scale_) {
+            // Measured against estimated over the operators of g the cache holds.
+            double ms = 0, est = 0;
+            for (std::size_t j = 0; j < g.size(); ++j) {
+                if (!runs_at_inference(g, j, *constant)) continue;
+                if (const double* m = cache_->find(op_key::of(g, j))) {
+                    ms += *m;
+                    est += estimate_(g, j, *constant);
+                }
+            }
+            scale_ = ms > 0 && est > 0 ? ms / est : 1.0;
+        }
+        const double e = *scale_ * estimate_(g, i, *constant);
+        if (!(e >= 0)) throw error("cost::measured: the estimator priced " + g.nodes[i].describe() + " at " + std::to_string(e));
+        estimates_.emplace(k, e);
+        return e;
+    }
     B* backend_;
     std::shared_ptr<op_cache<double>> cache_;
+    std::optional<std::chrono::steady_clock::time_point> deadline_;
+    estimator estimate_;
+    std::optional<double> scale_;
+    std::unordered_map<op_key, double, op_key_hash> estimates_;
 };
 
 }  // namespace tsopt::cost
