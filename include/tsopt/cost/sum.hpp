@@ -121,7 +121,10 @@ public:
 private:
     double lookup(const graph& g, std::size_t i, const std::vector<bool>* constant) {
         op_key k = op_key::of(g, i);
-        if (deadline_ && !cache_->find(k) && std::chrono::steady_clock::now() >= *deadline_) return estimate(g, i, k, constant);
+        if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
+            if (const double* ms = cache_->find(k)) return *ms;
+            return estimate(g, i, k, constant);
+        }
         return cache_->get_or(k, [&] {
             double ms = static_cast<double>(backend_->measure(g, i));
             if (!(ms >= 0))
