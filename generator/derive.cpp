@@ -217,7 +217,7 @@ void rules_on_path(const expander::reached& seen, std::uint64_t h, std::vector<s
 }
 }  // namespace
 
-bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string>* used) const {
+bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string>* used, int depth) const {
     const auto ha = a.structural_hash(), hb = b.structural_hash();
     if (ha == hb) return true;
     expander::reached sa{{ha, {}}}, sb{{hb, {}}};
@@ -233,7 +233,7 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
     };
     // Deepen the two sides in turn: a rule stating the pair directly joins
     // after one step.
-    for (int d = 0; d < depth_; ++d) {
+    for (int d = 0, depth_here = depth < 0 ? depth_ : depth; d < depth_here; ++d) {
         if (!fa.empty()) {
             if (auto h = ex.step(fa, sa, sb, next)) return joined(*h);
             fa.swap(next);
@@ -247,7 +247,7 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
     return false;
 }
 
-bool rule_base::derivable(const pair& p, std::vector<std::string>* used) const {
+bool rule_base::derivable(const pair& p, std::vector<std::string>* used, int depth) const {
     if (rules_.empty()) return false;
     std::vector<int> ident(p.a.outputs.size()), perm(p.perm.begin(), p.perm.end());
     for (std::size_t i = 0; i < ident.size(); ++i) ident[i] = static_cast<int>(i);
@@ -261,7 +261,7 @@ bool rule_base::derivable(const pair& p, std::vector<std::string>* used) const {
         } catch (const error&) {
             return false;  // not buildable at this configuration: no derivation claimed
         }
-        if (!joinable(a, b, &names)) return false;
+        if (!joinable(a, b, &names, depth)) return false;
     }
     if (used) {
         std::sort(names.begin(), names.end());

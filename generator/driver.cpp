@@ -422,10 +422,10 @@ run_result run(const run_config& c) {
             // A Z3 non-proof derived once more from the rules proven so far;
             // in order on this thread, so the outcome does not depend on
             // --threads.
-            auto rederive = [&](std::size_t i) {
+            auto rederive = [&](std::size_t i, int depth) {
                 if (status[i] != 1 && status[i] != 2) return;
                 auto d0 = std::chrono::steady_clock::now();
-                bool derived = base.derivable(ps[i], &derived_from[i]);
+                bool derived = base.derivable(ps[i], &derived_from[i], depth);
                 dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
                 if (!derived) return;
                 status[i] = 4;
@@ -451,13 +451,13 @@ run_result run(const run_config& c) {
                     // Before giving up on the chunk's Z3 non-proofs: derivation
                     // again, now with the rules its own proofs added (one step
                     // of the transposed mirror and an axiom, say).
-                    for (std::size_t k = b; k < chunk_end && !failed; ++k) rederive(order[k]);
+                    for (std::size_t k = b; k < chunk_end && !failed; ++k) rederive(order[k], -1);
                 }
             }
             // Last, every remaining Z3 non-proof against the whole rule base
-            // (a rule proven in a later chunk may join it).
+            // (a rule proven in a later chunk may join it), deeper.
             if (c.derive)
-                for (std::size_t k = 0; k < ps.size() && !failed; ++k) rederive(order[k]);
+                for (std::size_t k = 0; k < ps.size() && !failed; ++k) rederive(order[k], c.final_derive_depth);
             {
                 std::lock_guard lk(cm);
                 stop = true;

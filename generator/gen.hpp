@@ -273,8 +273,9 @@ public:
     // The pair's sides (outputs in correspondence) are joinable at the first
     // shape configuration and, with options::two_shapes, at the second.
     // `used`: the names of the rules the joins applied (sorted, once each).
-    bool derivable(const pair& p, std::vector<std::string>* used = nullptr) const;
-    bool joinable(const graph& a, const graph& b, std::vector<std::string>* used = nullptr) const;
+    // `depth`: rewrites per side for this call (-1: the base's).
+    bool derivable(const pair& p, std::vector<std::string>* used = nullptr, int depth = -1) const;
+    bool joinable(const graph& a, const graph& b, std::vector<std::string>* used = nullptr, int depth = -1) const;
     struct stored;
     // Rules grouped by the set of operator kinds their source needs (a few
     // hundred sets for thousands of rules): a graph is tried only against
@@ -406,6 +407,10 @@ struct run_config {
     // the rules proven so far (candidates in increasing size, in chunks).
     bool derive = true;
     int derive_depth = 2;            // rewrites per side
+    // The last derivation pass, over the candidates Z3 did not prove (a few
+    // dozen at N=3): deeper, since a distributivity, an identity and a
+    // commutativity on one side take three rewrites.
+    int final_derive_depth = 4;
     // Candidates verified together (in parallel) before their proven rules join
     // the rule base; fixed, so the result does not depend on --threads.
     unsigned derive_chunk = 16;

@@ -40,6 +40,9 @@ const char* usage =
     "  --no-derive        send every candidate to Z3 (default: first try to derive it from the rules\n"
     "                     proven so far: its two sides joinable within --derive-depth rewrites each)\n"
     "  --derive-depth N   rewrites per side when deriving a candidate (0..4, default 2)\n"
+    "  --final-derive-depth N\n"
+    "                     rewrites per side in the last derivation pass, over the candidates Z3 did\n"
+    "                     not prove, against every proven rule (0..6, default 4)\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
     "                     default 16): larger balances the threads better, derives a little less\n"
     "  --emit-derived     also emit the derived rules into --listing and --header, each naming the\n"
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
         else if (a == "--no-transposed") c.try_transposed = false;
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
+        else if (a == "--final-derive-depth") c.final_derive_depth = static_cast<int>(parse_int(a, value(), 0, 6));
         else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));
         else if (a == "--emit-derived") c.emit_derived = true;
         else if (a == "--no-settle") c.settle_opaque = false;

@@ -81,6 +81,21 @@ TEST_CASE("a candidate joinable with proven rules is derived; one needing a miss
     CHECK_FALSE(shallow.derivable(p));
 }
 
+TEST_CASE("a deeper derivation (the last pass's) joins what the default depth does not") {
+    auto o = acts();
+    rule_base base(o, 2);
+    base.add(rule("relu-idem: (relu (relu ?x)) => (relu ?x)"));
+    base.add(rule("comm: (ewadd ?x ?y) => (ewadd ?y ?x)"));
+    // relu(relu(relu(relu(x + y)))) == relu(y + x): three relu-idem steps on
+    // one side, a commutativity on the other.
+    const gop r = op(op_kind::relu, {2}), rr = op(op_kind::relu, {3}), rrr = op(op_kind::relu, {4}), rrrr = op(op_kind::relu, {5});
+    auto p = pair_of({add_xy, r, rr, rrr, rrrr}, {add_yx, r}, o);
+    CHECK_FALSE(base.derivable(p));
+    std::vector<std::string> used;
+    CHECK(base.derivable(p, &used, 3));
+    CHECK(used == std::vector<std::string>{"comm", "relu-idem"});
+}
+
 TEST_CASE("a wrong candidate is never derived") {
     auto o = acts();
     rule_base base(o, 3);
