@@ -27,7 +27,11 @@ namespace tsopt::gen {
 namespace {
 // A verifier with the run's proof base and limits (one per thread).
 verifier make_verifier(const run_config& c) {
-    verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit);
+    // With shape facts: Z3 relates the extents of a candidate's tensors (x is
+    // square in ewmul(imatmul(dim(x, 0)), transpose(x))), which the identity
+    // and diagonal axioms' constants need; at N = 3 they decide 6 more of the
+    // candidates the rlimit cut (docs/generator.md).
+    verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit, /*shape_facts=*/true);
     v.limit_instances(c.max_instances);
     v.use_mbqi(c.mbqi);
     v.reuse_solver(c.reuse_solver);
@@ -419,9 +423,9 @@ run_result run(const run_config& c) {
                     lk.lock();
                 }
             };
-            // A Z3 non-proof derived once more from the rules proven so far;
-            // in order on this thread, so the outcome does not depend on
-            // --threads.
+            // A Z3 non-proof derived once more from the rules proven so far
+            // (within a chunk: in order on this thread, so the outcome does
+            // not depend on --threads).
             auto rederive = [&](std::size_t i, int depth) {
                 if (status[i] != 1 && status[i] != 2) return;
                 auto d0 = std::chrono::steady_clock::now();
@@ -455,9 +459,30 @@ run_result run(const run_config& c) {
                 }
             }
             // Last, every remaining Z3 non-proof against the whole rule base
-            // (a rule proven in a later chunk may join it), deeper.
-            if (c.derive)
-                for (std::size_t k = 0; k < ps.size() && !failed; ++k) rederive(order[k], c.final_derive_depth);
+            // (a rule proven in a later chunk may join it); the first
+            // final_derive_limit of them, in order, deeper (a deep search
+            // over N=4's thousands of non-proofs and 15,000 rules would take
+            // hours). The base no longer changes, so each outcome depends on
+            // the candidate alone and the threads share the list.
+            if (c.derive && !failed) {
+                std::vector<std::size_t> left;
+                for (std::size_t k = 0; k < ps.size(); ++k)
+                    if (status[order[k]] == 1 || status[order[k]] == 2) left.push_back(order[k]);
+                std::atomic<std::size_t> at{0};
+                auto work = [&] {
+                    try {
+                        for (std::size_t j; (j = at.fetch_add(1)) < left.size() && !failed;)
+                            rederive(left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
+                    } catch (...) {
+                        std::lock_guard lk(cm);
+                        if (!failure) failure = std::current_exception();
+                        failed = true;
+                    }
+                };
+                std::vector<std::jthread> helpers;
+                for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
+                work();
+            }
             {
                 std::lock_guard lk(cm);
                 stop = true;

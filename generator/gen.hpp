@@ -411,6 +411,7 @@ struct run_config {
     // dozen at N=3): deeper, since a distributivity, an identity and a
     // commutativity on one side take three rewrites.
     int final_derive_depth = 4;
+    std::size_t final_derive_limit = 128;  // candidates that get it (the rest: derive_depth)
     // Candidates verified together (in parallel) before their proven rules join
     // the rule base; fixed, so the result does not depend on --threads.
     unsigned derive_chunk = 16;

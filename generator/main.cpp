@@ -43,6 +43,9 @@ const char* usage =
     "  --final-derive-depth N\n"
     "                     rewrites per side in the last derivation pass, over the candidates Z3 did\n"
     "                     not prove, against every proven rule (0..6, default 4)\n"
+    "  --final-derive-limit N\n"
+    "                     how many of those candidates (the first, in order) get that depth; the\n"
+    "                     rest get --derive-depth (0..1000000, default 128)\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
     "                     default 16): larger balances the threads better, derives a little less\n"
     "  --emit-derived     also emit the derived rules into --listing and --header, each naming the\n"
@@ -202,6 +205,7 @@ int main(int argc, char** argv) {
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
         else if (a == "--final-derive-depth") c.final_derive_depth = static_cast<int>(parse_int(a, value(), 0, 6));
+        else if (a == "--final-derive-limit") c.final_derive_limit = static_cast<std::size_t>(parse_int(a, value(), 0, 1000000));
         else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));
         else if (a == "--emit-derived") c.emit_derived = true;
         else if (a == "--no-settle") c.settle_opaque = false;

@@ -317,8 +317,10 @@ private:
                 const auto t = opt_.typing;
                 bool konst0 = n.num_inputs > 0 && is_constant_op(e, n.inputs[0]);
                 bool konst1 = n.num_inputs > 1 && is_constant_op(e, n.inputs[1]);
+                // As rewrite/model.hpp: only a one-element constant broadcasts.
+                bool scalar0 = konst0 && ins[0].elements() == 1, scalar1 = konst1 && ins[1].elements() == 1;
                 if ((t & spec::no_broadcast) && (n.op == op_kind::ewadd || n.op == op_kind::ewmul) && !(ins[0] == ins[1]) &&
-                    !konst0 && !konst1)
+                    !scalar0 && !scalar1)
                     return status::failed;
                 if ((t & spec::ungrouped_conv) && n.op == op_kind::conv2d && ins[1][1] != ins[0][1] && !konst1)
                     return status::failed;

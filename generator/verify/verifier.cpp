@@ -171,6 +171,40 @@ struct verifier::impl {
         }
     };
 
+    // Extents the encoding compares (tensors have rank 4 at most; above a
+    // tensor's rank `dim` is a free value the shape facts keep equal).
+    static constexpr int typing_axes = 4;
+
+    // What a rule's application guarantees about its instances, as facts on the
+    // candidate's own terms (ground, so no axiom instance is constrained): the
+    // library applies a rule only where every node it matches or creates
+    // satisfies TASO's typing (rewrite/model.hpp: matmul of two matrices,
+    // ewadd/ewmul operands of one shape unless one is a one-element constant;
+    // asserted here only without a constant operand, whose size the encoding
+    // does not know) and
+    // only where each replacement has the shape of the value it replaces
+    // (rewrite/apply.hpp). Without them Z3 does not know, say, that x is square
+    // in ewmul(imatmul(dim(x, 0)), transpose(x)) => ewmul(imatmul(dim(x, 0)), x).
+    z3::expr typing_facts(encoder& enc) {
+        z3::expr f = ctx.bool_val(true);
+        auto is_constant_op = [&](const value_ref& v) {
+            return !v.is_var && spec::decl(enc.nodes[std::size_t(v.index)].op).cls == spec::op_class::constant;
+        };
+        for (std::size_t i = 0; i < enc.nodes.size(); ++i) {
+            const pattern_node& n = enc.nodes[i];
+            if (n.num_inputs != 2) continue;
+            const int user = int(i);
+            auto in = [&](int j) { return enc.value(n.inputs[std::size_t(j)], user); };
+            if (n.op == op_kind::matmul) {
+                f = f && dim(in(0), ctx.int_val(1)) == dim(in(1), ctx.int_val(0));
+            } else if ((n.op == op_kind::ewadd || n.op == op_kind::ewmul) && !is_constant_op(n.inputs[0]) &&
+                       !is_constant_op(n.inputs[1])) {
+                for (int d = 0; d < typing_axes; ++d) f = f && dim(in(0), ctx.int_val(d)) == dim(in(1), ctx.int_val(d));
+            }
+        }
+        return f;
+    }
+
     z3::expr encode_condition(encoder& enc, const spec::condition& c) {
         z3::expr a = enc.term(c.a, 0, -1), b = enc.term(c.b, 0, -1);
         return c.r == spec::condition::rel::eq ? a == b : a != b;
@@ -539,9 +573,13 @@ verify_result verifier::prove_direct(const candidate& c, const candidate* known)
     var_env env{m.ctx, m.T, "q" + std::to_string(m.queries++) + "_", {}, {}, {}, {}, {}};
     impl::encoder se(m, env, c.src), de(m, env, c.dst);
     z3::expr_vector differ(m.ctx);
-    for (std::size_t i = 0; i < c.src_out.size(); ++i)
-        differ.push_back(se.value(c.src_out[i], -1) != de.value(c.dst_out[i], -1));
     z3::expr assumed = m.ctx.bool_val(true);
+    for (std::size_t i = 0; i < c.src_out.size(); ++i) {
+        z3::expr a = se.value(c.src_out[i], -1), b = de.value(c.dst_out[i], -1);
+        differ.push_back(a != b);
+        for (int d = 0; d < impl::typing_axes; ++d) assumed = assumed && m.dim(a, m.ctx.int_val(d)) == m.dim(b, m.ctx.int_val(d));
+    }
+    assumed = assumed && m.typing_facts(se) && m.typing_facts(de);
     if (known) {
         impl::encoder ks(m, env, known->src), kd(m, env, known->dst);
         for (std::size_t i = 0; i < known->src_out.size(); ++i)

@@ -54,7 +54,7 @@ public:
     // shape_facts: also assert what the shape rules say about `dim` of each
     // operator's output (concat adds extents along its axis, element-wise
     // operators keep them, ...), which lemmas over constants need (the
-    // redundancy check uses it; rule generation does not, yet).
+    // redundancy check and rule generation use it).
     verifier(std::span<const spec::axiom> axioms, unsigned timeout_ms, unsigned rlimit = 0, bool shape_facts = false);
     ~verifier();
     verifier(verifier&&) noexcept;

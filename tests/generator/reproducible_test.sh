@@ -9,10 +9,11 @@ dir=$(mktemp -d) || exit 1
 burner=
 cleanup() { [ -n "$burner" ] && kill "$burner" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-# matmul/smul/ewadd/transpose/avgpool over an activation, two matrices and
-# the scalar: proofs (some through the transposed mirror), derivations and
-# queries that end at the rlimit (avgpool's), in seconds.
-args="--max-ops 2 --threads 2 --ops matmul,smul,ewadd,transpose,avgpool --inputs x,a,b,s --quiet"
+# matmul/smul/ewadd/transpose/avgpool/conv2d over an activation, a kernel,
+# two matrices and the scalar: proofs (one through the transposed mirror),
+# derivations and queries that end at the rlimit (avgpool over conv2d), in
+# seconds.
+args="--max-ops 2 --threads 2 --ops matmul,smul,ewadd,transpose,avgpool,conv2d --inputs x,w,a,b,s --quiet"
 run() {  # run TAG
   "$gen" $args --listing "$dir/$1.txt" --header "$dir/$1.hpp" --summary "$dir/$1.json" --unproven "$dir/$1.unproven" ||
     { echo "FAIL: tsopt-gen exited $? ($1)"; exit 1; }

@@ -408,6 +408,26 @@ TEST_CASE("rules proven under TASO's typing do not fire outside it") {
     CHECK(fused_count({4, 4, 3, 3}, {1, 4, 1, 1}) == 0);  // x + y would broadcast: outside its typing
 }
 
+TEST_CASE("under TASO's typing only a one-element constant broadcasts in ewadd/ewmul") {
+    namespace sp = tsopt::spec;
+    graph g;
+    auto row = g.input("row", {1, 4});
+    auto square = g.input("square", {4, 4});
+    sp::op_params n4{};
+    n4[sp::imatmul_p::n] = 4;
+    auto identity = g.add(sp::op_kind::imatmul, n4, {})[0];
+    sp::op_params scalar{};  // iewmul of rank 0: one element
+    auto one = g.add(sp::op_kind::iewmul, scalar, {})[0];
+    auto broadcast_identity = g.ewmul(identity, row), same_shape = g.ewmul(identity, square), scaled = g.ewmul(one, row);
+    auto typing = [&](value v) { return rewrite::violates_typing(g, g.at(v), sp::taso_typing); };
+    // The verifier's shape facts give ewmul's operands one shape; a 4x4
+    // identity times a broadcast row is outside them (issue #23).
+    CHECK(typing(broadcast_identity).find("broadcasts") != std::string::npos);
+    CHECK(typing(same_shape).empty());
+    CHECK(typing(scaled).empty());
+    CHECK(rewrite::violates_typing(g, g.at(broadcast_identity), sp::full_semantics).empty());
+}
+
 // relu(x) => relu(matmul(x, I)) with I = imatmul(dim(x, 1)): sound, and on a
 // [1, W] tensor it creates a W x W identity constant (issue 20: W = 32768
 // took 4.4 GB).

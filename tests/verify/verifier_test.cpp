@@ -16,9 +16,10 @@ constexpr param_term t10 = pconst(pack_perm({1, 0}));
 // The build's deterministic limits (rules/meson.build: gen_rlimit,
 // gen_max_instances), the wall clock only a hang guard: Z3 overruns a
 // wall-clock timeout while E-matching (concat-assoc makes nested concats a
-// matching loop), so a non-proof bounded by time alone took 50-90 s.
+// matching loop), so a non-proof bounded by time alone took 50-90 s. With
+// the shape facts, as tsopt-gen's verifier (generator/driver.cpp).
 gen::verifier limited(std::span<const axiom> axioms) {
-    gen::verifier v(axioms, 60000, 500000);
+    gen::verifier v(axioms, 60000, 500000, /*shape_facts=*/true);
     v.limit_instances(10000);
     return v;
 }
@@ -146,4 +147,29 @@ TEST_CASE("verifier: a matmul candidate Z3 misses is proven through its transpos
     // A false matrix candidate stays unproven the transposed way too.
     constexpr equation wrong = smul(matmul(none, x, y), z) == matmul(none, y, smul(x, z));
     CHECK(prove(v, wrong).v != gen::verdict::proven);
+}
+
+TEST_CASE("verifier: what a rule's application guarantees of extents decides identity-matrix candidates (issue #23)") {
+    // x must be square for ewmul(I, transpose(x)) to have the shape of
+    // ewmul(I, x) (I = imatmul(dim(x, 0))); the library applies a rule only
+    // where each replacement keeps the shape it replaces and matmul's inner
+    // extents agree, and with the shape facts Z3 knows it, so the diagonal
+    // axiom's side condition (x square) holds.
+    using spec::axiom_detail::dim;
+    constexpr equation diagonal =
+        ewmul(imatmul(dim(x, 0)), transpose(t10, x)) == ewmul(imatmul(dim(x, 0)), x);
+    // matmul(x, I) needs dim(x, 1) == dim(x, 0), which matmul's typing gives.
+    constexpr equation identity = matmul(none, relu(imatmul(dim(x, 0))), x) == matmul(none, x, relu(imatmul(dim(x, 0))));
+    gen::verifier opaque(std::span<const axiom>(taso_model_axioms), 60000, 500000, false);
+    opaque.limit_instances(10000);
+    gen::verifier shaped(std::span<const axiom>(taso_model_axioms), 60000, 500000, true);
+    shaped.limit_instances(10000);
+    CHECK(prove(shaped, diagonal).v == gen::verdict::proven);
+    CHECK(prove(shaped, identity).v == gen::verdict::proven);
+    CHECK(prove(opaque, diagonal).v != gen::verdict::proven);
+    // Still no wrong equation: the diagonal of x is not x, and matmul does not commute.
+    constexpr equation not_diagonal = ewmul(imatmul(dim(x, 0)), transpose(t10, x)) == x;
+    constexpr equation commuted = matmul(none, y, x) == matmul(none, x, y);
+    CHECK(prove(shaped, not_diagonal).v != gen::verdict::proven);
+    CHECK(prove(shaped, commuted).v != gen::verdict::proven);
 }

@@ -19,10 +19,15 @@ inline std::string violates_typing(const graph& g, const node& n, std::uint8_t n
     };
     switch (n.op) {
         case spec::op_kind::ewadd:
-        case spec::op_kind::ewmul:
-            if ((needs & spec::no_broadcast) && !(in(0) == in(1)) && !constant_op(0) && !constant_op(1))
+        case spec::op_kind::ewmul: {
+            // A one-element constant (the iewmul() of ewmul-iewmul-identity)
+            // broadcasts; any other operand pair has one shape, as the
+            // verifier's shape facts assume of generated rules.
+            auto scalar_constant = [&](int i) { return constant_op(i) && in(i).elements() == 1; };
+            if ((needs & spec::no_broadcast) && !(in(0) == in(1)) && !scalar_constant(0) && !scalar_constant(1))
                 return n.describe() + " broadcasts " + in(0).str() + " with " + in(1).str();
             return {};
+        }
         case spec::op_kind::conv2d:
             if ((needs & spec::ungrouped_conv) && in(0)[1] != in(1)[1] && !constant_op(1))
                 return n.describe() + " is a grouped convolution";

@@ -136,7 +136,7 @@ struct op_decl {
 // from it) that needs a restriction holds only where every node satisfies it.
 enum typing : std::uint8_t {
     full_semantics = 0,
-    no_broadcast = 1,    // ewadd/ewmul operands of equal shape (unless one is a constant operator)
+    no_broadcast = 1,    // ewadd/ewmul operands of equal shape (unless one is a one-element constant operator)
     ungrouped_conv = 2,  // conv2d with groups == 1 (unless its kernel is a constant operator)
     matmul_2d = 4,       // matmul operands of rank 2
     taso_typing = no_broadcast | ungrouped_conv | matmul_2d,
