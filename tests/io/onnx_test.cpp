@@ -615,6 +615,40 @@ TEST_CASE("malformed: initializer data does not match its shape; unknown opaque 
     CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'm1' (Mystery): the shape of output 'y' is unknown"), error);
 }
 
+TEST_CASE("export: a conv whose only reader adds a per-channel constant is one Conv with a bias input") {
+    std::mt19937_64 rng(3);
+    graph g;
+    auto x = g.input("x", {1, 3, 8, 8});
+    auto b = g.weight("b", {1, 4, 1, 1}, rng);
+    auto y = g.ewadd(g.conv2d(x, g.weight("w", {4, 3, 3, 3}, rng), {.pad = spec::pad_mode::same}), b, "y");
+    // Its output read twice: this conv keeps its Add, and so "b" stays an initializer.
+    auto c2 = g.conv2d(y, g.weight("w2", {4, 4, 3, 3}, rng), {.pad = spec::pad_mode::same});
+    // A bias through a reshape of a [4] weight read by nothing else: absorbed with it.
+    auto c3 = g.conv2d(c2, g.weight("w3", {4, 4, 1, 1}, rng));
+    auto z = g.ewadd(c3, g.reshape(g.weight("b3", {4}, rng), {1, 4, 1, 1}));
+    g.mark_output(g.ewadd(g.ewadd(c2, b), g.ewadd(z, c2)));
+    pb::ModelProto m;
+    REQUIRE(m.ParseFromString(ox::to_bytes(g)));
+    int convs_with_bias = 0, adds = 0, reshapes = 0;
+    for (const auto& n : m.graph().node()) {
+        convs_with_bias += n.op_type() == "Conv" && n.input_size() == 3;
+        adds += n.op_type() == "Add";
+        reshapes += n.op_type() == "Reshape";
+    }
+    CHECK(convs_with_bias == 2);
+    CHECK(adds == 3);
+    CHECK(reshapes == 0);
+    bool b_kept = false, b3_kept = false;
+    for (const auto& t : m.graph().initializer()) {
+        b_kept |= t.name() == "b";
+        b3_kept |= t.name() == "b3";
+    }
+    CHECK(b_kept);
+    CHECK_FALSE(b3_kept);
+    graph h = ox::import_model(m.SerializeAsString()).graph;
+    CHECK(max_error(g, h) <= 1e-6);
+}
+
 TEST_CASE("export: options are checked") {
     graph g = matmul_net();
     CHECK_THROWS_WITH_AS(ox::to_proto(g, {.opset = 11}), doctest::Contains("export_options::opset is 11"), error);

@@ -6,7 +6,10 @@
 // initializers when their inputs are weights, and otherwise expressed with
 // Pad; opaque nodes come back as the ONNX nodes they were, attributes and all.
 // Non-default layouts become Transpose pairs (exporter::express_layout); a
-// reorder node is an Identity plus that pair.
+// reorder node is an Identity plus that pair. A conv2d whose only reader adds
+// a per-channel constant is written as one Conv with that bias as its B
+// input, as ONNX models state a bias (the importer splits it into conv2d +
+// ewadd, and rules and backends work on that form).
 #include <map>
 #include <set>
 
@@ -61,10 +64,12 @@ public:
                 name(v) = claim(o_.output_names[i]);
         }
         auto constant = g_.constant_mask();
+        plan_conv_biases();
         std::set<std::string> domains;
         for (std::size_t i : g_.topological_order()) {
             const node& n = g_.nodes[i];
             value v0{static_cast<std::int32_t>(i), 0};
+            if (absorbed_.count(i)) continue;  // written as part of a Conv's bias
             switch (n.kind) {
                 case node_kind::input: break;
                 case node_kind::weight: initializer(v0, *n.data); break;
@@ -118,6 +123,63 @@ private:
     std::vector<std::vector<std::string>> names_;
     std::set<std::string> used_;
     std::map<std::size_t, std::vector<tensor<float>>> folded_;
+    // conv2d node -> the ewadd that adds its bias, and the bias as ONNX's B ([C]).
+    struct conv_bias {
+        std::size_t add;
+        tensor<float> b;
+    };
+    std::map<std::size_t, conv_bias> conv_bias_;
+    std::set<std::size_t> absorbed_;  // nodes a Conv's B input replaces: the adds, their bias reshapes and weights
+
+    // Finds the conv2d -> ewadd(per-channel constant) pairs written as one
+    // Conv: the conv (no fused activation) feeds only the add, neither is a
+    // graph output or stored in another layout, and the other operand is a
+    // weight of shape [1, C, 1, 1] or [C, 1, 1] (or a reshape of a weight
+    // read by that add alone) holding C values, so the add's output is the
+    // conv's shape and Conv's B computes it.
+    void plan_conv_biases() {
+        const auto readers = g_.consumers();
+        auto is_output = [&](std::size_t i) {
+            return std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](value v) { return static_cast<std::size_t>(v.node) == i; });
+        };
+        auto plain = [&](const node& n) { return n.out_layout != spec::layout::nhwc && n.out_layout != spec::layout::col_major; };
+        std::set<std::size_t> bias_sources;  // weights read by absorbed nodes
+        for (std::size_t i = 0; i < g_.size(); ++i) {
+            const node& c = g_.nodes[i];
+            if (!c.is_op(spec::op_kind::conv2d) || c.params[spec::conv2d_p::act] != 0 || !plain(c) || is_output(i) ||
+                readers[i].size() != 1)
+                continue;
+            const auto add = static_cast<std::size_t>(readers[i][0].first);
+            const node& a = g_.nodes[add];
+            if (!a.is_op(spec::op_kind::ewadd) || !plain(a) || !(a.shapes[0] == c.shapes[0]) || c.shapes[0].rank != 4) continue;
+            const value bv = a.inputs[static_cast<std::size_t>(1 - readers[i][0].second)];
+            const shape& bs = g_.shape_of(bv);
+            const std::int64_t ch = c.shapes[0][1];
+            if (!(bs == shape{1, ch, 1, 1} || bs == shape{ch, 1, 1})) continue;
+            const node* w = &g_.at(bv);
+            std::optional<std::size_t> reshape;
+            if (w->is_op(spec::op_kind::reshape) && readers[static_cast<std::size_t>(bv.node)].size() == 1 &&
+                !is_output(static_cast<std::size_t>(bv.node))) {
+                reshape = static_cast<std::size_t>(bv.node);
+                w = &g_.at(w->inputs[0]);
+            }
+            if (w->kind != node_kind::weight || !w->data || static_cast<std::int64_t>(w->data->data.size()) != ch) continue;
+            conv_bias_[i] = {add, tensor<float>(shape{ch}, w->data->data)};
+            absorbed_.insert(add);
+            if (reshape) {
+                absorbed_.insert(*reshape);
+                bias_sources.insert(static_cast<std::size_t>(g_.nodes[*reshape].inputs[0].node));
+            } else {
+                bias_sources.insert(static_cast<std::size_t>(bv.node));
+            }
+        }
+        // A bias weight nothing else reads is not written on its own.
+        for (std::size_t w : bias_sources)
+            if (!is_output(w) && std::all_of(readers[w].begin(), readers[w].end(), [&](const auto& r) {
+                    return absorbed_.count(static_cast<std::size_t>(r.first)) > 0;
+                }))
+                absorbed_.insert(w);
+    }
 
     std::string& name(value v) { return names_[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.output)]; }
     std::string claim(const std::string& s) {
@@ -212,7 +274,10 @@ private:
         std::vector<std::string> in;
         for (value v : n.inputs) in.push_back(tensor_name(v));
         value v0{static_cast<std::int32_t>(i), 0};
-        const std::string out = tensor_name(v0);
+        // A conv with an absorbed bias writes its add's output.
+        const auto bias = conv_bias_.find(i);
+        const value written = bias == conv_bias_.end() ? v0 : value{static_cast<std::int32_t>(bias->second.add), 0};
+        const std::string out = tensor_name(written);
         const auto& p = n.params;
         std::int32_t act = 0;
         // The ONNX node writing `out`, or its pre-activation when fused.
@@ -230,6 +295,7 @@ private:
                 const shape &x = g_.shape_of(n.inputs[0]), &w = g_.shape_of(n.inputs[1]);
                 auto pm = static_cast<spec::pad_mode>(p[pad]);
                 std::int64_t ph = spec::detail::window_pad(w[2], p[dil_h], pm), pw = spec::detail::window_pad(w[3], p[dil_w], pm);
+                if (bias != conv_bias_.end()) in.push_back(float_initializer(n.name + "/bias", bias->second.b));
                 auto* nd = emit("Conv");
                 ints(nd, "kernel_shape", {w[2], w[3]});
                 ints(nd, "strides", {p[stride_h], p[stride_w]});
@@ -332,7 +398,7 @@ private:
             a->add_input(pre);
             a->add_output(out);
         }
-        add_value_info(i);
+        add_value_info(static_cast<std::size_t>(written.node));
     }
 
     // ONNX tensors are logical (ONNX operators compute NCHW, row-major), so a
