@@ -175,16 +175,16 @@ struct verifier::impl {
     // tensor's rank `dim` is a free value the shape facts keep equal).
     static constexpr int typing_axes = 4;
 
-    // What a rule's application guarantees about its instances, as facts on the
-    // candidate's own terms (ground, so no axiom instance is constrained): the
-    // library applies a rule only where every node it matches or creates
+    // What a rule's application guarantees about its instances, as facts on
+    // the candidate's own terms (ground, so no axiom instance is constrained).
+    // The library applies a rule only where every node it matches or creates
     // satisfies TASO's typing (rewrite/model.hpp: matmul of two matrices,
     // ewadd/ewmul operands of one shape unless one is a one-element constant;
     // asserted here only without a constant operand, whose size the encoding
-    // does not know) and
-    // only where each replacement has the shape of the value it replaces
-    // (rewrite/apply.hpp). Without them Z3 does not know, say, that x is square
-    // in ewmul(imatmul(dim(x, 0)), transpose(x)) => ewmul(imatmul(dim(x, 0)), x).
+    // does not know), and only where each replacement has the shape of the
+    // value it replaces (rewrite/apply.hpp; prove_direct asserts that).
+    // Without them Z3 does not know, say, that x is square in
+    // ewmul(imatmul(dim(x, 0)), transpose(x)) => ewmul(imatmul(dim(x, 0)), x).
     z3::expr typing_facts(encoder& enc) {
         z3::expr f = ctx.bool_val(true);
         auto is_constant_op = [&](const value_ref& v) {
