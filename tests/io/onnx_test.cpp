@@ -594,6 +594,22 @@ TEST_CASE("malformed: unknown attribute values") {
     CHECK_THROWS_WITH_AS(ox::import_model(g.bytes()), doctest::Contains("node 'gconv' (Conv): attribute 'group' is 2"), error);
 }
 
+TEST_CASE("malformed: a required attribute missing or an attribute of the wrong type is named (found by the fuzzer)") {
+    // libonnx's Scan shape inference dereferences num_scan_inputs unchecked:
+    // such a node must be rejected before inference sees it, not crash it.
+    builder s;
+    s.input("x", {2, 3});
+    s.node("Scan", {"x"}, {"y"}, "scan1");
+    s.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(s.bytes()), doctest::Contains("node 'scan1' (Scan): needs the attribute 'body'"), error);
+    builder t;
+    t.input("x", {2, 3});
+    builder::attr_str(t.node("Softmax", {"x"}, {"y"}, "sm"), "axis", "1");
+    t.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(t.bytes()), doctest::Contains("node 'sm' (Softmax): attribute 'axis' is STRING; Softmax"),
+                         error);
+}
+
 TEST_CASE("malformed: initializer data does not match its shape; unknown opaque output shape") {
     builder b;
     b.input("x", {2});
