@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -111,6 +112,38 @@ std::string seconds_text(double s) {
 
 void write_file(const std::string& path, const std::string& content) { tsopt::io::write_file_atomically(path, content); }
 
+// The bytes of one exchange between the processes of a team (same machine
+// architecture and build on every rank, as mpirun runs one executable).
+struct byte_writer {
+    std::string out;
+    template <class T>
+    void pod(const T& v) {
+        out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    void text(const std::string& t) {
+        pod<std::uint64_t>(t.size());
+        out += t;
+    }
+};
+struct byte_reader {
+    std::string_view in;
+    template <class T>
+    T pod() {
+        if (in.size() < sizeof(T)) throw error("generator: a team exchange ended early (truncated message)");
+        T v;
+        std::memcpy(&v, in.data(), sizeof v);
+        in.remove_prefix(sizeof v);
+        return v;
+    }
+    std::string text() {
+        auto n = pod<std::uint64_t>();
+        if (in.size() < n) throw error("generator: a team exchange ended early (truncated text)");
+        std::string t(in.substr(0, n));
+        in.remove_prefix(n);
+        return t;
+    }
+};
+
 struct oriented {
     const mgraph *src, *dst;
     std::vector<int> perm, inv;
@@ -154,6 +187,14 @@ std::string run_result::summary_text() const {
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
+    if (!rank_seconds.empty()) {
+        double total = 0, slowest = 0;
+        for (double t : rank_seconds) total += t, slowest = std::max(slowest, t);
+        const double mean = total / static_cast<double>(rank_seconds.size());
+        s << "processes: " << rank_seconds.size() << ", verification seconds per process:";
+        for (double t : rank_seconds) s << ' ' << seconds_text(t);
+        s << " (slowest " << (mean > 0 ? slowest / mean : 1.0) << "x the mean)\n";
+    }
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
       << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
@@ -201,6 +242,8 @@ std::string run_result::summary_json() const {
                     {"derive_failed_seconds", derive_failed_seconds},
                     {"z3_proof_seconds", z3_proof_seconds},
                     {"z3_other_seconds", z3_other_seconds},
+                    {"processes", std::max<std::size_t>(1, rank_seconds.size())},
+                    {"process_seconds", rank_seconds},
                     {"disconnected_sources", disconnected_sources},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -271,6 +314,11 @@ run_result run(const run_config& c) {
 #ifdef TSOPT_GEN_HAVE_VERIFIER
         rep.begin("verify");
         unsigned nt = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
+        // With a team, this process's share of each list is every procs-th
+        // entry from its rank (by position: which process decides a
+        // candidate changes nothing of how it is decided).
+        const std::size_t rank = c.team ? static_cast<std::size_t>(c.team->rank()) : 0;
+        const std::size_t procs = c.team ? static_cast<std::size_t>(c.team->size()) : 1;
         // Smallest candidates first (under a budget, the cheap proofs are not
         // lost; incremental verification derives larger candidates from the
         // smaller ones' rules), then by structure, so the order and with it
@@ -301,7 +349,7 @@ run_result run(const run_config& c) {
         // Chunks of a fixed size: a candidate may use every rule proven in an
         // earlier chunk (deterministic whatever the thread count).
         const std::size_t chunk = std::max<std::size_t>(1, c.derive_chunk);
-        std::size_t chunk_end = 0;
+        std::size_t chunk_begin = 0, chunk_end = 0;
         // Each chunk runs in two passes. Pass 1 (candidates handed out
         // dynamically): derivation and settling, no Z3. Pass 2: Z3 on the
         // rest. With a reused solver (--reuse-solver) a verdict may depend on
@@ -309,10 +357,85 @@ run_result run(const run_config& c) {
         // queries by position (query j to thread j mod threads): for a given
         // thread count the verdicts, hence the rules, are reproducible.
         std::vector<std::size_t> pending;  // pass 2's candidates, in order
+        // Pass 2's queries of the earlier chunks: a team deals query j of a
+        // chunk to process (queries_dealt + j) mod procs, so that a chunk's
+        // only query does not always fall to process 0.
+        std::size_t queries_dealt = 0;
         std::atomic<std::size_t> next_query{0};
         int pass = 1;
         std::exception_ptr failure;
         std::atomic<bool> failed{false};
+        std::string team_failure;  // the first failure a process reported in an exchange
+        double busy = 0;           // this process's seconds in its shares of the passes
+        // Sends this process's outcomes for the candidates `mine` (and its
+        // failure, if any) to the team and takes the others', updating the
+        // progress counters as their own passes would have. Without a team,
+        // nothing to send. False when a process failed.
+        auto exchange = [&](const std::vector<std::size_t>& mine) -> bool {
+            if (!c.team) return !failed;
+            byte_writer w;
+            std::string why;
+            if (failure) {
+                try {
+                    std::rethrow_exception(failure);
+                } catch (const std::exception& e) {
+                    why = e.what();
+                } catch (...) {
+                    why = "an exception that is not a std::exception";
+                }
+            }
+            w.text(why);
+            w.pod<std::uint64_t>(mine.size());
+            for (auto i : mine) {
+                w.pod<std::uint64_t>(i);
+                w.pod(status[i]);
+                w.text(details[i]);
+                w.pod(secs[i]);
+                w.pod(dsecs[i]);
+                w.pod(used[i]);
+                w.pod(used_transposed[i]);
+                w.pod(inst[i]);
+                w.pod(mem[i]);
+                w.pod<std::uint64_t>(derived_from[i].size());
+                for (const auto& n : derived_from[i]) w.text(n);
+            }
+            auto all = c.team->all_gather(w.out);
+            for (std::size_t q = 0; q < all.size(); ++q) {
+                byte_reader rd{all[q]};
+                if (auto qwhy = rd.text(); !qwhy.empty() && team_failure.empty())
+                    team_failure = "process " + std::to_string(q) + ": " + qwhy;
+                for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
+                    auto i = static_cast<std::size_t>(rd.pod<std::uint64_t>());
+                    if (i >= ps.size()) throw error("generator: a team exchange names candidate " + std::to_string(i) + " of " + std::to_string(ps.size()));
+                    const int before = status[i], now = rd.pod<int>();
+                    std::string detail = rd.text();
+                    double qsecs = rd.pod<double>(), qdsecs = rd.pod<double>();
+                    auto qused = rd.pod<std::uint64_t>(), qused_t = rd.pod<std::uint64_t>();
+                    auto qinst = rd.pod<std::uint64_t>(), qmem = rd.pod<std::uint64_t>();
+                    std::vector<std::string> from(rd.pod<std::uint64_t>());
+                    for (auto& f : from) f = rd.text();
+                    if (q == rank) continue;
+                    status[i] = now;
+                    details[i] = std::move(detail);
+                    secs[i] = qsecs;
+                    dsecs[i] = qdsecs;
+                    used[i] = qused;
+                    used_transposed[i] = qused_t;
+                    inst[i] = qinst;
+                    mem[i] = qmem;
+                    derived_from[i] = std::move(from);
+                    if ((before == 3 || before == 6) && now != 6) done.fetch_add(1);
+                    if (now != before)
+                        (now == 0 ? n_proven : now == 4 ? n_derived : n_to).fetch_add(now == 3 || now == 6 ? 0 : 1);
+                }
+            }
+            return team_failure.empty() && !failed;
+        };
+        auto timed = [&](auto&& f) {
+            auto s0 = std::chrono::steady_clock::now();
+            f();
+            busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+        };
         std::mutex cm;
         std::condition_variable cv_work, cv_done;
         std::size_t generation = 0, active = 0;
@@ -356,7 +479,8 @@ run_result run(const run_config& c) {
                                 seen_gen = generation;
                             }
                             if (pass == 1) {
-                                for (std::size_t k; (k = next.fetch_add(1)) < chunk_end;) {
+                                const std::size_t first = chunk_begin + (rank + procs - chunk_begin % procs) % procs;
+                                for (std::size_t k; (k = first + next.fetch_add(1) * procs) < chunk_end;) {
                                     std::size_t i = order[k];
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
                                     bool derived = false;
@@ -384,9 +508,14 @@ run_result run(const run_config& c) {
                                     status[i] = 6;  // to Z3 in pass 2
                                 }
                             } else {
-                                // By position under --reuse-solver, else whichever thread is free.
-                                auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + nt : next_query.fetch_add(1); };
-                                for (std::size_t j = c.reuse_solver ? t : next_query.fetch_add(1); j < pending.size(); j = next_j(j))
+                                // By position under --reuse-solver (query j to worker j mod
+                                // workers, this process's workers rank * nt ... + nt - 1),
+                                // else whichever thread is free, over this process's share.
+                                const std::size_t workers = nt * procs;
+                                const std::size_t first = (rank + procs - queries_dealt % procs) % procs;
+                                auto free_j = [&] { return first + next_query.fetch_add(1) * procs; };
+                                auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + workers : free_j(); };
+                                for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
                                     else query(pending[j]);
                             }
@@ -436,15 +565,32 @@ run_result run(const run_config& c) {
                 details[i] = "derived after Z3 did not prove it: joinable with proven rules";
                 n_derived.fetch_add(1, std::memory_order_relaxed);
             };
+            // This process's share of positions [b, e) of a list: those equal
+            // to its rank mod procs.
+            auto share = [&](std::size_t b, std::size_t e, auto&& at) {
+                std::vector<std::size_t> mine;
+                for (std::size_t k = b + (rank + procs - b % procs) % procs; k < e; k += procs) mine.push_back(at(k));
+                return mine;
+            };
+            auto of_order = [&](std::size_t k) { return order[k]; };
             for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
+                chunk_begin = b;
                 chunk_end = std::min(ps.size(), b + chunk);
-                next = b;
-                run_pass(1);
+                next = 0;
+                timed([&] { run_pass(1); });
+                if (!exchange(share(b, chunk_end, of_order))) break;
                 pending.clear();
                 for (std::size_t k = b; k < chunk_end; ++k)
                     if (status[order[k]] == 6) pending.push_back(order[k]);
                 next_query = 0;
-                if (!pending.empty() && !failed) run_pass(2);
+                if (!pending.empty() && !failed) {
+                    timed([&] { run_pass(2); });
+                    std::vector<std::size_t> mine;
+                    for (std::size_t j = 0; j < pending.size(); ++j)
+                        if ((c.reuse_solver ? j % (nt * procs) / nt : (queries_dealt + j) % procs) == rank) mine.push_back(pending[j]);
+                    queries_dealt += pending.size();
+                    if (!exchange(mine)) break;
+                }
                 // The chunk's Z3-proven rules join the base, in order.
                 if (c.derive) {
                     for (std::size_t k = b; k < chunk_end; ++k) {
@@ -455,7 +601,12 @@ run_result run(const run_config& c) {
                     // Before giving up on the chunk's Z3 non-proofs: derivation
                     // again, now with the rules its own proofs added (one step
                     // of the transposed mirror and an axiom, say).
-                    for (std::size_t k = b; k < chunk_end && !failed; ++k) rederive(order[k], -1);
+                    auto mine = share(b, chunk_end, of_order);
+                    timed([&] {
+                        for (auto i : mine)
+                            if (!failed) rederive(i, -1);
+                    });
+                    if (!exchange(mine)) break;
                 }
             }
             // Last, every remaining Z3 non-proof against the whole rule base
@@ -464,14 +615,14 @@ run_result run(const run_config& c) {
             // over N=4's thousands of non-proofs and 15,000 rules would take
             // hours). The base no longer changes, so each outcome depends on
             // the candidate alone and the threads share the list.
-            if (c.derive && !failed) {
+            if (c.derive && !failed && team_failure.empty()) {
                 std::vector<std::size_t> left;
                 for (std::size_t k = 0; k < ps.size(); ++k)
                     if (status[order[k]] == 1 || status[order[k]] == 2) left.push_back(order[k]);
                 std::atomic<std::size_t> at{0};
                 auto work = [&] {
                     try {
-                        for (std::size_t j; (j = at.fetch_add(1)) < left.size() && !failed;)
+                        for (std::size_t j; (j = rank + at.fetch_add(1) * procs) < left.size() && !failed;)
                             rederive(left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
                     } catch (...) {
                         std::lock_guard lk(cm);
@@ -479,9 +630,12 @@ run_result run(const run_config& c) {
                         failed = true;
                     }
                 };
-                std::vector<std::jthread> helpers;
-                for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
-                work();
+                timed([&] {
+                    std::vector<std::jthread> helpers;
+                    for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
+                    work();
+                });
+                exchange(share(0, left.size(), [&](std::size_t j) { return left[j]; }));
             }
             {
                 std::lock_guard lk(cm);
@@ -489,7 +643,13 @@ run_result run(const run_config& c) {
             }
             cv_work.notify_all();
         }
+        if (!team_failure.empty()) throw team_error(team_failure);
         if (failure) std::rethrow_exception(failure);
+        if (c.team) {
+            byte_writer w;
+            w.pod(busy);
+            for (const auto& bytes : c.team->all_gather(w.out)) r.rank_seconds.push_back(byte_reader{bytes}.pod<double>());
+        }
         for (std::size_t i = 0; i < ps.size(); ++i) {
             auto s = status[i];
             r.derive_seconds += dsecs[i];
@@ -530,6 +690,10 @@ run_result run(const run_config& c) {
 #endif
     } else
         r.skipped = ps.size();
+
+    // The team's processes hold the same outcomes now: each goes on (the
+    // generalization's queries are shared too); process 0 writes the files.
+    const bool writes = !c.team || c.team->rank() == 0;
 
     rep.begin("emit");
     const std::string by = "generated by tsopt-gen (N<=" + std::to_string(c.o.max_ops) + "), ";
@@ -593,6 +757,10 @@ run_result run(const run_config& c) {
         // the verification): the outcome does not depend on load.
         auto prove_groups = [&](const std::vector<generalization_group>& groups) {
             std::vector<verify_result> res(groups.size(), verify_result{verdict::unproven, 0, {}});
+            // With a team, group i goes to worker i mod (threads x processes),
+            // process rank's workers being rank * nt ... rank * nt + nt - 1.
+            const std::size_t rank = c.team ? static_cast<std::size_t>(c.team->rank()) : 0;
+            const std::size_t procs = c.team ? static_cast<std::size_t>(c.team->size()) : 1;
             unsigned nt = std::max(1u, std::min<unsigned>(c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency()),
                                                           static_cast<unsigned>(groups.size())));
             std::atomic<std::size_t> done{0};
@@ -604,7 +772,7 @@ run_result run(const run_config& c) {
                     ts.emplace_back([&, t] {
                         try {
                             verifier v = make_verifier(c);
-                            for (std::size_t i = t; i < groups.size(); i += nt) {
+                            for (std::size_t i = rank * nt + t; i < groups.size(); i += nt * procs) {
                                 const auto& g = groups[i].general;
                                 res[i] = v.prove(candidate{g.src, g.dst, g.src_out, g.dst_out});
                                 if (res[i].wall_clock)
@@ -620,6 +788,42 @@ run_result run(const run_config& c) {
                             if (!failure) failure = std::current_exception();
                         }
                     });
+            }
+            if (c.team) {  // every process's verdicts, and its failure
+                byte_writer w;
+                std::string why;
+                if (failure) {
+                    try {
+                        std::rethrow_exception(failure);
+                    } catch (const std::exception& e) {
+                        why = e.what();
+                    } catch (...) {
+                        why = "an exception that is not a std::exception";
+                    }
+                }
+                w.text(why);
+                for (std::size_t i = rank * nt; i < groups.size(); i += nt * procs)
+                    for (std::size_t k = i; k < std::min(groups.size(), i + nt); ++k) {
+                        w.pod<std::uint64_t>(k);
+                        w.pod(res[k].v);
+                        w.pod(res[k].rlimit_used);
+                    }
+                auto all = c.team->all_gather(w.out);
+                std::string team_failure;
+                for (std::size_t q = 0; q < all.size(); ++q) {
+                    byte_reader rd{all[q]};
+                    if (auto qwhy = rd.text(); !qwhy.empty() && team_failure.empty())
+                        team_failure = "process " + std::to_string(q) + ": " + qwhy;
+                    while (!rd.in.empty()) {
+                        auto k = static_cast<std::size_t>(rd.pod<std::uint64_t>());
+                        auto v = rd.pod<verdict>();
+                        auto used_k = rd.pod<std::uint64_t>();
+                        if (k >= groups.size()) throw error("generator: a team exchange names group " + std::to_string(k));
+                        res[k].v = v;
+                        res[k].rlimit_used = used_k;
+                    }
+                }
+                if (!team_failure.empty()) throw team_error(team_failure);
             }
             if (failure) std::rethrow_exception(failure);
             return res;
@@ -731,6 +935,7 @@ run_result run(const run_config& c) {
         }
     }
     r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven.size()) + " not proven (not emitted)"));
+    if (!writes) return r;
     if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));
     if (!c.summary_out.empty()) write_file(c.summary_out, r.summary_json());
     if (!header_error.empty()) throw error(header_error);

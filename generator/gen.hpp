@@ -389,8 +389,29 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
 bool valid_namespace(std::string_view ns);
 
 // The whole pipeline (tsopt-gen's body).
+// The processes one run is spread over (tsopt-gen-mpi: its MPI ranks;
+// docs/generator.md, "On MPI"). Every process enumerates and pairs the same
+// candidates; the verification's work is dealt between the processes by
+// position and each step's outcomes are exchanged, so that every process
+// holds the same state after each step (the rule base included) and the
+// outcomes are those of one process alone. Process 0 emits.
+class process_team {
+public:
+    virtual ~process_team() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    // Collective: every process's bytes, in rank order, on every process.
+    virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+};
+// An error every process of the team raised at the same step (a failure one
+// of them reported in an exchange): no process waits for the others.
+struct team_error : error {
+    using error::error;
+};
+
 struct run_config {
     options o;
+    process_team* team = nullptr;    // nullptr: this process alone
     bool verify = true;
     // Proof outcomes depend on the inputs and these options only: each query
     // is bounded by Z3's deterministic limits (rlimit, instantiations); the
@@ -466,6 +487,9 @@ struct run_result {
     // Thread time of the verification's parts: where a run's time goes.
     double derive_seconds = 0, derive_failed_seconds = 0;  // all derivation attempts; those that failed
     double z3_proof_seconds = 0, z3_other_seconds = 0;     // Z3 queries that proved; the rest
+    // With a team: each process's seconds of verification work (its share of
+    // the passes, not the waits in exchanges), in rank order.
+    std::vector<double> rank_seconds;
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

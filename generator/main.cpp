@@ -5,12 +5,20 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gen.hpp"
+#ifdef TSOPT_GEN_MPI
+#include "mpi/mpi_team.hpp"
+#endif
 
 namespace {
+
+#ifdef TSOPT_GEN_MPI
+tsopt::gen::mpi_team* team = nullptr;
+#endif
 
 const char* usage =
     "usage: tsopt-gen [options]\n"
@@ -86,7 +94,13 @@ const char* usage =
     "  --help             this text\n";
 
 [[noreturn]] void die(const std::string& msg) {
+#ifdef TSOPT_GEN_MPI
+    // Every rank parses the same command line: rank 0 speaks for them all.
+    if (!team || team->rank() == 0) std::fprintf(stderr, "tsopt-gen: %s\n", msg.c_str());
+    if (team && team->size() > 1) team->abort_all(2);
+#else
     std::fprintf(stderr, "tsopt-gen: %s\n", msg.c_str());
+#endif
     std::exit(2);
 }
 
@@ -164,6 +178,21 @@ std::vector<tsopt::gen::input_decl> select_inputs(const std::string& list) {
 int main(int argc, char** argv) {
     using namespace tsopt;
     gen::run_config c;
+#ifdef TSOPT_GEN_MPI
+    std::optional<gen::mpi_team> mpi;
+    try {
+        mpi.emplace(&argc, &argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tsopt-gen-mpi: %s\n", e.what());
+        return 1;
+    }
+    team = &*mpi;
+    c.team = team;
+    const bool speaks = team->rank() == 0;  // progress, summary, errors every rank shares
+    c.o.threads = 1;                        // a rank per core unless --threads says otherwise
+#else
+    const bool speaks = true;
+#endif
     for (const auto* d : spec::operators)
         if (d->generated) c.o.ops.push_back(d->kind);
     for (int i = 1; i < argc; ++i) {
@@ -172,7 +201,10 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) die(a + " needs a value");
             return argv[++i];
         };
-        if (a == "--help" || a == "-h") { std::fputs(usage, stdout); return 0; }
+        if (a == "--help" || a == "-h") {
+            if (speaks) std::fputs(usage, stdout);
+            return 0;
+        }
         else if (a == "--max-ops") c.o.max_ops = static_cast<int>(parse_int(a, value(), 1, gen::max_graph_ops));
         else if (a == "--max-outputs") c.o.max_outputs = static_cast<int>(parse_int(a, value(), 1, 4));
         else if (a == "--threads") c.o.threads = static_cast<unsigned>(parse_int(a, value(), 1, 64));
@@ -214,13 +246,22 @@ int main(int argc, char** argv) {
         else if (a == "--ops") c.o.ops = select_ops(value());
         else die("unknown option '" + a + "' (see --help)");
     }
-    for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out})
-        if (!p->empty()) check_writable("output", *p);
+    if (speaks) {
+        for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out})
+            if (!p->empty()) check_writable("output", *p);
+    } else
+        c.quiet = true;
     try {
         auto r = gen::run(c);
         if (!c.quiet) std::fputs(r.summary_text().c_str(), stderr);
+    } catch (const gen::team_error& e) {  // raised by every rank at once
+        if (speaks) std::fprintf(stderr, "tsopt-gen: %s\n", e.what());
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tsopt-gen: %s\n", e.what());
+#ifdef TSOPT_GEN_MPI
+        if (team->size() > 1) team->abort_all(1);  // the other ranks would wait for this one
+#endif
         return 1;
     }
     return 0;

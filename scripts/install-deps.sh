@@ -12,6 +12,7 @@ packages=(
   libonnx-testdata  # ONNX operator conformance tests: tests/io importer oracle
   graphviz          # `dot` for SVG pictures of graphs (tsopt/io/dot.hpp); optional at run time
   clang             # libFuzzer (-fsanitize=fuzzer) for the ONNX importer fuzz target
+  libopenmpi-dev openmpi-bin  # tsopt-gen-mpi: rule generation over MPI ranks (meson option mpi)
 )
 missing=()
 for p in "${packages[@]}"; do

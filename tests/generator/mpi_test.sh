@@ -1,0 +1,49 @@
+#!/bin/sh
+# tsopt-gen-mpi spreads the verification over MPI ranks and must give the
+# single-process listing and header byte for byte (issue #22): 2 and 3 ranks
+# (oversubscribed on this machine) against tsopt-gen with 1 thread, and
+# --reuse-solver at 2 ranks x 1 thread against 1 process x 2 threads (the
+# queries are dealt to the same workers). A failure on one rank ends every
+# rank with the error, and no listing is written.
+# usage: mpi_test.sh TSOPT_GEN TSOPT_GEN_MPI MPIRUN
+gen="$1"; genmpi="$2"; mpirun="$3"
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+# Open MPI refuses root without these (CI runs as root); no ptrace-based
+# single-copy transfers, which containers often forbid.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+args="--max-ops 2 --ops matmul,smul,ewadd,transpose,avgpool,conv2d --inputs x,w,a,b,s --quiet"
+fail=0
+same() {  # same A B WHAT
+  for f in txt hpp; do
+    if cmp -s "$dir/$1.$f" "$dir/$2.$f"; then echo "ok: .$f identical: $3"
+    else echo "FAIL: .$f differs: $3"; diff "$dir/$1.$f" "$dir/$2.$f" | head -10; fail=1; fi
+  done
+}
+single() {  # single TAG ARGS...
+  tag=$1; shift
+  "$gen" $args "$@" --listing "$dir/$tag.txt" --header "$dir/$tag.hpp" || { echo "FAIL: tsopt-gen exited $? ($tag)"; exit 1; }
+}
+ranks() {  # ranks TAG NP ARGS...
+  tag=$1; np=$2; shift 2
+  timeout 600 "$mpirun" --oversubscribe -np "$np" "$genmpi" $args "$@" --listing "$dir/$tag.txt" --header "$dir/$tag.hpp" \
+    --summary "$dir/$tag.json" || { echo "FAIL: mpirun -np $np tsopt-gen-mpi exited $? ($tag)"; exit 1; }
+}
+single one --threads 1
+ranks two 2
+same one two "mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+grep -q '"processes": 2' "$dir/two.json" || { echo "FAIL: the summary does not count 2 processes"; fail=1; }
+ranks three 3
+same one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
+single reuse --threads 2 --reuse-solver
+ranks reuse2 2 --threads 1 --reuse-solver
+same reuse reuse2 "--reuse-solver: 2 ranks x 1 thread vs 1 process x 2 threads"
+grep -q '"proven": [1-9]' "$dir/two.json" || { echo "FAIL: nothing proven (the test would prove nothing)"; fail=1; }
+# A wall-clock guard of 1 ms ends a query on some rank: every rank stops with
+# the error at the next exchange (no hang), exit non-zero, no listing.
+out=$(timeout 300 "$mpirun" --oversubscribe -np 2 "$genmpi" $args --timeout-ms 1 --rlimit 2000000000 --listing "$dir/guard.txt" 2>&1); rc=$?
+if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then echo "FAIL: a run whose queries hit the wall-clock guard exited $rc"; fail=1
+else case "$out" in *"wall-clock guard"*) echo "ok: wall-clock guard on a rank ends the run (exit $rc)" ;;
+  *) echo "FAIL: exit $rc without naming the wall-clock guard: $out"; fail=1 ;; esac; fi
+[ -e "$dir/guard.txt" ] && { echo "FAIL: the aborted run wrote a listing"; fail=1; }
+exit $fail
