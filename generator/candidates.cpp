@@ -205,7 +205,7 @@ bool common_subgraph_at_outputs(const pair& p) {
 
 std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
                              const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress,
-                             std::unordered_set<std::uint64_t>* renamed_so_far) {
+                             std::unordered_set<std::uint64_t>* renamed_so_far, process_team* team) {
     st.graphs = e.total_graphs;
     st.dfs_nodes = e.dfs_nodes;
     std::vector<std::uint32_t> idx(e.graphs.size());
@@ -246,11 +246,17 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     std::atomic<std::size_t> next{0}, done{0};
     std::atomic<std::uint64_t> n_cand{0}, n_conf{0}, n_dec{0}, n_ci{0}, n_co{0};
     unsigned nt = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    // A team's process takes the buckets at its rank modulo the team's size.
+    const std::size_t rank = team ? static_cast<std::size_t>(team->rank()) : 0;
+    const std::size_t procs = team ? static_cast<std::size_t>(team->size()) : 1;
+    const std::size_t first = first_of_share(0, rank, procs);
+    const std::size_t my_buckets = buckets.size() > first ? (buckets.size() - first + procs - 1) / procs : 0;
     std::exception_ptr failure;
+    std::atomic<bool> failed{false};
     std::mutex fm;
     auto work = [&] {
         try {
-            for (std::size_t bi; (bi = next.fetch_add(1)) < buckets.size(); done.fetch_add(1)) {
+            for (std::size_t bi; (bi = first + next.fetch_add(1) * procs) < buckets.size(); done.fetch_add(1)) {
                 auto [lo, hi] = buckets[bi];
                 // Graphs ordered by structure, not by record index: the record
                 // order depends on thread scheduling, and the pair kept by the
@@ -357,6 +363,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         } catch (...) {
             std::lock_guard lk(fm);
             failure = std::current_exception();
+            failed = true;
             next = buckets.size();
         }
     };
@@ -364,10 +371,47 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         std::vector<std::jthread> ts;
         for (unsigned i = 0; i < nt; ++i) ts.emplace_back(work);
         if (progress)
-            while (done.load() < buckets.size()) {
-                progress("confirm", done.load(), buckets.size());
+            while (done.load() < my_buckets && !failed) {
+                progress("confirm", done.load() * procs, buckets.size());
                 std::this_thread::sleep_for(std::chrono::milliseconds(200));
             }
+    }
+    if (team) {  // every process's survivors and counts
+        byte_writer w;
+        w.failure(failure);
+        for (auto n : {n_cand.load(), n_conf.load(), n_dec.load(), n_ci.load(), n_co.load()}) w.pod(n);
+        for (std::size_t bi = first; bi < buckets.size(); bi += procs) {
+            w.pod<std::uint64_t>(per_bucket[bi].size());
+            for (const auto& k : per_bucket[bi]) {
+                w.pod(k.a);
+                w.pod(k.b);
+                w.pod(k.renaming);
+                w.pod<std::uint64_t>(k.perm.size());
+                for (int x : k.perm) w.pod(x);
+            }
+        }
+        auto all = team->all_gather(w.out);
+        std::string team_failure;
+        std::uint64_t sums[5] = {};
+        for (std::size_t q = 0; q < all.size(); ++q) {
+            byte_reader rd{all[q]};
+            rd.failure(q, team_failure);
+            if (!team_failure.empty()) continue;
+            for (auto& n : sums) n += rd.pod<std::uint64_t>();
+            for (std::size_t bi = first_of_share(0, q, procs); bi < buckets.size(); bi += procs) {
+                std::vector<kept> got(rd.pod<std::uint64_t>());
+                for (auto& k : got) {
+                    k.a = rd.pod<std::uint32_t>();
+                    k.b = rd.pod<std::uint32_t>();
+                    k.renaming = rd.pod<std::uint64_t>();
+                    k.perm.resize(rd.pod<std::uint64_t>());
+                    for (int& x : k.perm) x = rd.pod<int>();
+                }
+                if (q != rank) per_bucket[bi] = std::move(got);
+            }
+        }
+        if (!team_failure.empty()) throw team_error(team_failure);
+        n_cand = sums[0], n_conf = sums[1], n_dec = sums[2], n_ci = sums[3], n_co = sums[4];
     }
     if (failure) std::rethrow_exception(failure);
     st.candidates += n_cand;

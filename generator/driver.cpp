@@ -112,37 +112,6 @@ std::string seconds_text(double s) {
 
 void write_file(const std::string& path, const std::string& content) { tsopt::io::write_file_atomically(path, content); }
 
-// The bytes of one exchange between the processes of a team (same machine
-// architecture and build on every rank, as mpirun runs one executable).
-struct byte_writer {
-    std::string out;
-    template <class T>
-    void pod(const T& v) {
-        out.append(reinterpret_cast<const char*>(&v), sizeof v);
-    }
-    void text(const std::string& t) {
-        pod<std::uint64_t>(t.size());
-        out += t;
-    }
-};
-struct byte_reader {
-    std::string_view in;
-    template <class T>
-    T pod() {
-        if (in.size() < sizeof(T)) throw error("generator: a team exchange ended early (truncated message)");
-        T v;
-        std::memcpy(&v, in.data(), sizeof v);
-        in.remove_prefix(sizeof v);
-        return v;
-    }
-    std::string text() {
-        auto n = pod<std::uint64_t>();
-        if (in.size() < n) throw error("generator: a team exchange ended early (truncated text)");
-        std::string t(in.substr(0, n));
-        in.remove_prefix(n);
-        return t;
-    }
-};
 
 struct oriented {
     const mgraph *src, *dst;
@@ -276,13 +245,19 @@ run_result run(const run_config& c) {
         o.partition = k;
         std::string tag = parts > 1 ? " [partition " + std::to_string(k + 1) + "/" + std::to_string(parts) + "]" : "";
         rep.begin("enumerate" + tag);
-        auto e = enumerate(o, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
+        // A team's processes exchange pairs as record indices, which must
+        // name the same graphs on every process: the record order of several
+        // threads depends on their scheduling, one thread's does not.
+        auto eo = o;
+        if (c.team) eo.threads = 1;
+        auto e = enumerate(eo, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
             rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t);
         });
         fold(enumerated, rep.end(std::to_string(e.total_graphs) + " graphs" +
                                  (parts > 1 ? ", " + std::to_string(e.graphs.size()) + " in this partition" : "")));
         rep.begin("confirm+prune" + tag);
-        auto kept = candidates(e, o, r.st, [&](const char* w, std::uint64_t d, std::uint64_t t) { rep.update(w, d, t); }, &renamed);
+        auto kept = candidates(e, o, r.st, [&](const char* w, std::uint64_t d, std::uint64_t t) { rep.update(w, d, t); }, &renamed,
+                               c.team);
         e = enumeration{};  // release the graph store
         ps.insert(ps.end(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
         fold(paired, rep.end(std::to_string(r.st.candidates) + " candidates, " + std::to_string(ps.size()) + " kept"));
@@ -374,17 +349,7 @@ run_result run(const run_config& c) {
         auto exchange = [&](const std::vector<std::size_t>& mine) -> bool {
             if (!c.team) return !failed;
             byte_writer w;
-            std::string why;
-            if (failure) {
-                try {
-                    std::rethrow_exception(failure);
-                } catch (const std::exception& e) {
-                    why = e.what();
-                } catch (...) {
-                    why = "an exception that is not a std::exception";
-                }
-            }
-            w.text(why);
+            w.failure(failure);
             w.pod<std::uint64_t>(mine.size());
             for (auto i : mine) {
                 w.pod<std::uint64_t>(i);
@@ -402,8 +367,7 @@ run_result run(const run_config& c) {
             auto all = c.team->all_gather(w.out);
             for (std::size_t q = 0; q < all.size(); ++q) {
                 byte_reader rd{all[q]};
-                if (auto qwhy = rd.text(); !qwhy.empty() && team_failure.empty())
-                    team_failure = "process " + std::to_string(q) + ": " + qwhy;
+                rd.failure(q, team_failure);
                 for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
                     auto i = static_cast<std::size_t>(rd.pod<std::uint64_t>());
                     if (i >= ps.size()) throw error("generator: a team exchange names candidate " + std::to_string(i) + " of " + std::to_string(ps.size()));
@@ -479,7 +443,7 @@ run_result run(const run_config& c) {
                                 seen_gen = generation;
                             }
                             if (pass == 1) {
-                                const std::size_t first = chunk_begin + (rank + procs - chunk_begin % procs) % procs;
+                                const std::size_t first = first_of_share(chunk_begin, rank, procs);
                                 for (std::size_t k; (k = first + next.fetch_add(1) * procs) < chunk_end;) {
                                     std::size_t i = order[k];
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
@@ -512,7 +476,7 @@ run_result run(const run_config& c) {
                                 // workers, this process's workers rank * nt ... + nt - 1),
                                 // else whichever thread is free, over this process's share.
                                 const std::size_t workers = nt * procs;
-                                const std::size_t first = (rank + procs - queries_dealt % procs) % procs;
+                                const std::size_t first = first_of_share(queries_dealt, rank, procs) - queries_dealt;
                                 auto free_j = [&] { return first + next_query.fetch_add(1) * procs; };
                                 auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + workers : free_j(); };
                                 for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
@@ -569,7 +533,7 @@ run_result run(const run_config& c) {
             // to its rank mod procs.
             auto share = [&](std::size_t b, std::size_t e, auto&& at) {
                 std::vector<std::size_t> mine;
-                for (std::size_t k = b + (rank + procs - b % procs) % procs; k < e; k += procs) mine.push_back(at(k));
+                for (std::size_t k = first_of_share(b, rank, procs); k < e; k += procs) mine.push_back(at(k));
                 return mine;
             };
             auto of_order = [&](std::size_t k) { return order[k]; };
@@ -791,17 +755,7 @@ run_result run(const run_config& c) {
             }
             if (c.team) {  // every process's verdicts, and its failure
                 byte_writer w;
-                std::string why;
-                if (failure) {
-                    try {
-                        std::rethrow_exception(failure);
-                    } catch (const std::exception& e) {
-                        why = e.what();
-                    } catch (...) {
-                        why = "an exception that is not a std::exception";
-                    }
-                }
-                w.text(why);
+                w.failure(failure);
                 for (std::size_t i = rank * nt; i < groups.size(); i += nt * procs)
                     for (std::size_t k = i; k < std::min(groups.size(), i + nt); ++k) {
                         w.pod<std::uint64_t>(k);
@@ -812,8 +766,7 @@ run_result run(const run_config& c) {
                 std::string team_failure;
                 for (std::size_t q = 0; q < all.size(); ++q) {
                     byte_reader rd{all[q]};
-                    if (auto qwhy = rd.text(); !qwhy.empty() && team_failure.empty())
-                        team_failure = "process " + std::to_string(q) + ": " + qwhy;
+                    rd.failure(q, team_failure);
                     while (!rd.in.empty()) {
                         auto k = static_cast<std::size_t>(rd.pod<std::uint64_t>());
                         auto v = rd.pod<verdict>();

@@ -24,6 +24,7 @@
 #include "tsopt/core/graph.hpp"
 #include "tsopt/core/tensor.hpp"
 #include "tsopt/spec/registry.hpp"
+#include "team.hpp"
 
 namespace tsopt::gen {
 
@@ -210,9 +211,11 @@ struct pipeline_stats {
 // Adds its counts to `st`. `renamed` holds the renaming keys kept so far: a
 // fingerprint-partitioned run passes the same set to every partition, so a
 // pair equal up to renaming to one of an earlier partition is pruned too.
+// With a team, each process confirms and prunes its share of the buckets and
+// every process returns the same survivors.
 std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
                              const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {},
-                             std::unordered_set<std::uint64_t>* renamed = nullptr);
+                             std::unordered_set<std::uint64_t>* renamed = nullptr, process_team* team = nullptr);
 
 // Individual pruning predicates (exposed for tests).
 bool common_subgraph_at_inputs(const pair& p, const options& o);
@@ -389,26 +392,6 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
 bool valid_namespace(std::string_view ns);
 
 // The whole pipeline (tsopt-gen's body).
-// The processes one run is spread over (tsopt-gen-mpi: its MPI ranks;
-// docs/generator.md, "On MPI"). Every process enumerates and pairs the same
-// candidates; the verification's work is dealt between the processes by
-// position and each step's outcomes are exchanged, so that every process
-// holds the same state after each step (the rule base included) and the
-// outcomes are those of one process alone. Process 0 emits.
-class process_team {
-public:
-    virtual ~process_team() = default;
-    virtual int rank() const = 0;
-    virtual int size() const = 0;
-    // Collective: every process's bytes, in rank order, on every process.
-    virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
-};
-// An error every process of the team raised at the same step (a failure one
-// of them reported in an exchange): no process waits for the others.
-struct team_error : error {
-    using error::error;
-};
-
 struct run_config {
     options o;
     process_team* team = nullptr;    // nullptr: this process alone
