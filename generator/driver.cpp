@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "tsopt/io/atomic_file.hpp"
 #include "tsopt/io/progress.hpp"
 #include "tsopt/spec/axioms.hpp"
+#include "tsopt/spec/spec_hash.hpp"
 #ifdef TSOPT_GEN_HAVE_VERIFIER
 #include "verify/verifier.hpp"
 #endif
@@ -156,6 +158,7 @@ std::string run_result::summary_text() const {
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
+    if (resumed) s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates\n";
     if (!rank_seconds.empty()) {
         double total = 0, slowest = 0;
         for (double t : rank_seconds) total += t, slowest = std::max(slowest, t);
@@ -213,6 +216,7 @@ std::string run_result::summary_json() const {
                     {"z3_other_seconds", z3_other_seconds},
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
                     {"process_seconds", rank_seconds},
+                    {"resumed_candidates", resumed},
                     {"disconnected_sources", disconnected_sources},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -346,52 +350,63 @@ run_result run(const run_config& c) {
         // failure, if any) to the team and takes the others', updating the
         // progress counters as their own passes would have. Without a team,
         // nothing to send. False when a process failed.
+        // One candidate's outcome as bytes (team exchanges, checkpoints).
+        auto put_outcome = [&](byte_writer& w, std::size_t i) {
+            w.pod<std::uint64_t>(i);
+            w.pod(status[i]);
+            w.text(details[i]);
+            w.pod(secs[i]);
+            w.pod(dsecs[i]);
+            w.pod(used[i]);
+            w.pod(used_transposed[i]);
+            w.pod(inst[i]);
+            w.pod(mem[i]);
+            w.pod<std::uint64_t>(derived_from[i].size());
+            for (const auto& n : derived_from[i]) w.text(n);
+        };
+        // Reads one outcome and, unless `keep` says this process has it
+        // already, takes it, updating the progress counters as the pass that
+        // decided it would have.
+        auto take_outcome = [&](byte_reader& rd, bool keep) {
+            auto i = static_cast<std::size_t>(rd.pod<std::uint64_t>());
+            if (i >= ps.size()) throw error("outcome of candidate " + std::to_string(i) + ", but there are " + std::to_string(ps.size()));
+            const int before = status[i], now = rd.pod<int>();
+            if (now < 0 || now > 6) throw error("candidate " + std::to_string(i) + " has the unknown status " + std::to_string(now));
+            std::string detail = rd.text();
+            double qsecs = rd.pod<double>(), qdsecs = rd.pod<double>();
+            auto qused = rd.pod<std::uint64_t>(), qused_t = rd.pod<std::uint64_t>();
+            auto qinst = rd.pod<std::uint64_t>(), qmem = rd.pod<std::uint64_t>();
+            auto n_from = rd.pod<std::uint64_t>();
+            if (n_from > rd.in.size()) throw error("candidate " + std::to_string(i) + " names more rules than the bytes hold");
+            std::vector<std::string> from(n_from);
+            for (auto& f : from) f = rd.text();
+            if (keep) return;
+            status[i] = now;
+            details[i] = std::move(detail);
+            secs[i] = qsecs;
+            dsecs[i] = qdsecs;
+            used[i] = qused;
+            used_transposed[i] = qused_t;
+            inst[i] = qinst;
+            mem[i] = qmem;
+            derived_from[i] = std::move(from);
+            if ((before == 3 || before == 6) && now != 6) done.fetch_add(1);
+            if (now != before) (now == 0 ? n_proven : now == 4 ? n_derived : n_to).fetch_add(now == 3 || now == 6 ? 0 : 1);
+        };
+        // Sends this process's outcomes for the candidates `mine` (and its
+        // failure, if any) to the team and takes the others'. Without a
+        // team, nothing to send. False when a process failed.
         auto exchange = [&](const std::vector<std::size_t>& mine) -> bool {
             if (!c.team) return !failed;
             byte_writer w;
             w.failure(failure);
             w.pod<std::uint64_t>(mine.size());
-            for (auto i : mine) {
-                w.pod<std::uint64_t>(i);
-                w.pod(status[i]);
-                w.text(details[i]);
-                w.pod(secs[i]);
-                w.pod(dsecs[i]);
-                w.pod(used[i]);
-                w.pod(used_transposed[i]);
-                w.pod(inst[i]);
-                w.pod(mem[i]);
-                w.pod<std::uint64_t>(derived_from[i].size());
-                for (const auto& n : derived_from[i]) w.text(n);
-            }
+            for (auto i : mine) put_outcome(w, i);
             auto all = c.team->all_gather(w.out);
             for (std::size_t q = 0; q < all.size(); ++q) {
                 byte_reader rd{all[q]};
                 rd.failure(q, team_failure);
-                for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
-                    auto i = static_cast<std::size_t>(rd.pod<std::uint64_t>());
-                    if (i >= ps.size()) throw error("generator: a team exchange names candidate " + std::to_string(i) + " of " + std::to_string(ps.size()));
-                    const int before = status[i], now = rd.pod<int>();
-                    std::string detail = rd.text();
-                    double qsecs = rd.pod<double>(), qdsecs = rd.pod<double>();
-                    auto qused = rd.pod<std::uint64_t>(), qused_t = rd.pod<std::uint64_t>();
-                    auto qinst = rd.pod<std::uint64_t>(), qmem = rd.pod<std::uint64_t>();
-                    std::vector<std::string> from(rd.pod<std::uint64_t>());
-                    for (auto& f : from) f = rd.text();
-                    if (q == rank) continue;
-                    status[i] = now;
-                    details[i] = std::move(detail);
-                    secs[i] = qsecs;
-                    dsecs[i] = qdsecs;
-                    used[i] = qused;
-                    used_transposed[i] = qused_t;
-                    inst[i] = qinst;
-                    mem[i] = qmem;
-                    derived_from[i] = std::move(from);
-                    if ((before == 3 || before == 6) && now != 6) done.fetch_add(1);
-                    if (now != before)
-                        (now == 0 ? n_proven : now == 4 ? n_derived : n_to).fetch_add(now == 3 || now == 6 ? 0 : 1);
-                }
+                for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) take_outcome(rd, q == rank);
             }
             return team_failure.empty() && !failed;
         };
@@ -400,6 +415,76 @@ run_result run(const run_config& c) {
             f();
             busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
         };
+        // --checkpoint: what a checkpoint must agree on to be resumed (the
+        // spec, the options that decide outcomes, the candidates in
+        // verification order), and the outcomes of its first `at` positions.
+        const std::string checkpoint_magic = "tsopt-gen checkpoint 1";
+        const std::string identity = [&] {
+            spec::hash_detail::fnv f;
+            for (auto i : order) {
+                f.num(static_cast<std::int64_t>(keys[i].first));
+                f.num(static_cast<std::int64_t>(keys[i].second));
+            }
+            std::ostringstream id;
+            id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << spec::hash_detail::hex(f.h)
+               << "), rlimit " << c.rlimit << ", max-instances " << c.max_instances << ", mbqi " << c.mbqi << ", transposed "
+               << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
+               << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
+            return id.str();
+        }();
+        auto write_checkpoint = [&](std::size_t at) {
+            byte_writer w;
+            w.text(checkpoint_magic);
+            w.text(identity);
+            w.pod<std::uint64_t>(at);
+            w.pod<std::uint64_t>(queries_dealt);
+            w.pod<std::uint64_t>(at);
+            for (std::size_t k = 0; k < at; ++k) put_outcome(w, order[k]);
+            write_file(c.checkpoint, w.out);
+        };
+        std::size_t resume_at = 0;
+        if (!c.checkpoint.empty() && std::filesystem::exists(c.checkpoint)) {
+            std::ifstream in(c.checkpoint, std::ios::binary);
+            std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (!in && !in.eof()) throw error("--checkpoint " + c.checkpoint + ": cannot read it");
+            try {
+                byte_reader rd{bytes};
+                if (rd.text() != checkpoint_magic) throw error("not a tsopt-gen checkpoint (version 1)");
+                if (auto id = rd.text(); id != identity)
+                    throw error("it was written by another run (" + id + "); this run: " + identity +
+                                ". Delete it to start afresh, or resume with the options it was written with");
+                auto at = rd.pod<std::uint64_t>();
+                auto dealt = rd.pod<std::uint64_t>();
+                if (at > ps.size() || (at % chunk != 0 && at != ps.size()))
+                    throw error("its position " + std::to_string(at) + " is no chunk boundary of " + std::to_string(ps.size()) +
+                                " candidates");
+                if (rd.pod<std::uint64_t>() != at) throw error("it holds another number of outcomes than its position");
+                for (std::size_t k = 0; k < at; ++k) take_outcome(rd, false);
+                if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last outcome");
+                for (std::size_t k = 0; k < at; ++k)
+                    if (status[order[k]] == 6) throw error("a candidate it holds still waits for Z3");
+                resume_at = static_cast<std::size_t>(at);
+                queries_dealt = static_cast<std::size_t>(dealt);
+            } catch (const error& e) {
+                throw error("--checkpoint " + c.checkpoint + ": " + e.what());
+            }
+            // The rule base as those chunks left it: their Z3-proven rules, in order.
+            if (c.derive)
+                for (std::size_t k = 0; k < resume_at; ++k)
+                    if (status[order[k]] == 0)
+                        for (auto& er : name_rules(fws[order[k]], bws[order[k]], fw_ok[order[k]], bw_ok[order[k]], "", true))
+                            base.add(er.r);
+            r.resumed = resume_at;
+        }
+        if (c.team) {  // every process resumes at the same place (one file, on a shared file system)
+            byte_writer w;
+            w.pod<std::uint64_t>(resume_at);
+            for (const auto& bytes : c.team->all_gather(w.out))
+                if (byte_reader{bytes}.pod<std::uint64_t>() != resume_at)
+                    throw team_error("--checkpoint " + c.checkpoint + ": the processes resume at different candidates (" +
+                                     std::to_string(resume_at) + " here): every rank must read the same file");
+        }
+        auto last_checkpoint = std::chrono::steady_clock::now();
         std::mutex cm;
         std::condition_variable cv_work, cv_done;
         std::size_t generation = 0, active = 0;
@@ -537,7 +622,7 @@ run_result run(const run_config& c) {
                 return mine;
             };
             auto of_order = [&](std::size_t k) { return order[k]; };
-            for (std::size_t b = 0; b < ps.size() && !failed; b = chunk_end) {
+            for (std::size_t b = resume_at; b < ps.size() && !failed; b = chunk_end) {
                 chunk_begin = b;
                 chunk_end = std::min(ps.size(), b + chunk);
                 next = 0;
@@ -571,6 +656,12 @@ run_result run(const run_config& c) {
                             if (!failed) rederive(i, -1);
                     });
                     if (!exchange(mine)) break;
+                }
+                if (!c.checkpoint.empty() && (!c.team || c.team->rank() == 0) &&
+                    (chunk_end == ps.size() ||
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >= c.checkpoint_every_s)) {
+                    write_checkpoint(chunk_end);
+                    last_checkpoint = std::chrono::steady_clock::now();
                 }
             }
             // Last, every remaining Z3 non-proof against the whole rule base

@@ -429,6 +429,12 @@ struct run_config {
     // limits as every query.
     bool generalize = true;
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
+    // The verification's outcomes so far, rewritten atomically at a chunk's
+    // end every checkpoint_every_s seconds and after the last chunk; a run
+    // given an existing file resumes after the chunks it holds, if it was
+    // written for the same spec, options and candidates (an error otherwise).
+    std::string checkpoint;
+    double checkpoint_every_s = 60;
     std::string header_out, listing_out, summary_out, unproven_out;
     std::string header_namespace = "tsopt::rules";  // --namespace
     // One line per verified candidate: verdict, seconds, Z3 rlimit spent, rule
@@ -473,6 +479,7 @@ struct run_result {
     // With a team: each process's seconds of verification work (its share of
     // the passes, not the waits in exchanges), in rank order.
     std::vector<double> rank_seconds;
+    std::uint64_t resumed = 0;  // candidates whose outcomes came from the checkpoint
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

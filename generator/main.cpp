@@ -70,6 +70,12 @@ const char* usage =
     "                     a typical proof's cost with a fresh solver);\n"
     "                     queries are dealt to threads by position: the rules are reproducible\n"
     "                     for a given --threads, not across thread counts\n"
+    "  --checkpoint FILE  keep the verification's outcomes in FILE (rewritten atomically at a\n"
+    "                     chunk's end, every --checkpoint-every-s); a run given an existing FILE\n"
+    "                     resumes after the chunks it holds and ends with the same rules (it must\n"
+    "                     come from the same spec, options and candidates: an error otherwise)\n"
+    "  --checkpoint-every-s S\n"
+    "                     seconds between checkpoint writes (0..86400, default 60)\n"
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
     "                     not attempted in time are counted as not verified (which ones depends\n"
     "                     on machine load: the listing's header says a budget was set)\n"
@@ -212,6 +218,8 @@ int main(int argc, char** argv) {
         else if (a == "--rlimit") c.rlimit = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
         else if (a == "--max-instances") c.max_instances = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
         else if (a == "--budget-s") c.budget_s = static_cast<double>(parse_int(a, value(), 0, 86400));
+        else if (a == "--checkpoint") c.checkpoint = value();
+        else if (a == "--checkpoint-every-s") c.checkpoint_every_s = static_cast<double>(parse_int(a, value(), 0, 86400));
         else if (a == "--unproven") c.unproven_out = value();
         else if (a == "--query-log") c.query_log_out = value();
         else if (a == "--single-shape") c.o.two_shapes = false;
@@ -246,8 +254,13 @@ int main(int argc, char** argv) {
         else if (a == "--ops") c.o.ops = select_ops(value());
         else die("unknown option '" + a + "' (see --help)");
     }
+    // A reused solver's verdicts depend on the queries it answered before,
+    // which a resumed run has not asked.
+    if (!c.checkpoint.empty() && c.reuse_solver)
+        die("--checkpoint with --reuse-solver: a resumed run's solvers have not answered the earlier queries, so its "
+            "verdicts could differ from an uninterrupted run's; checkpoint without --reuse-solver");
     if (speaks) {
-        for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out})
+        for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out, &c.checkpoint})
             if (!p->empty()) check_writable("output", *p);
     } else
         c.quiet = true;

@@ -62,7 +62,7 @@ struct byte_reader {
     std::string_view in;
     template <class T>
     T pod() {
-        if (in.size() < sizeof(T)) throw error("generator: a team exchange ended early (truncated message)");
+        if (in.size() < sizeof(T)) throw error("the bytes end early (truncated)");
         T v;
         std::memcpy(&v, in.data(), sizeof v);
         in.remove_prefix(sizeof v);
@@ -70,7 +70,7 @@ struct byte_reader {
     }
     std::string text() {
         auto n = pod<std::uint64_t>();
-        if (in.size() < n) throw error("generator: a team exchange ended early (truncated text)");
+        if (in.size() < n) throw error("the bytes end early (truncated text)");
         std::string t(in.substr(0, n));
         in.remove_prefix(n);
         return t;

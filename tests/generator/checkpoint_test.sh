@@ -1,0 +1,60 @@
+#!/bin/sh
+# --checkpoint (issue #22): a run killed during verification and started
+# again with the same checkpoint resumes after the chunks it holds and ends
+# with the listing and header of an uninterrupted run; so does one over MPI
+# ranks (when tsopt-gen-mpi is given). A checkpoint from other options, a
+# corrupt one, and --reuse-solver are refused by name.
+# usage: checkpoint_test.sh TSOPT_GEN [TSOPT_GEN_MPI MPIRUN]
+gen="$1"; genmpi="$2"; mpirun="$3"
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi_asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"  # as in mpi_test.sh
+args="--max-ops 2 --ops matmul,smul,ewadd,transpose,avgpool,conv2d --inputs x,w,a,b,s --threads 1 --quiet"
+fail=0
+"$gen" $args --listing "$dir/ref.txt" --header "$dir/ref.hpp" || { echo "FAIL: uninterrupted run exited $?"; exit 1; }
+# kill_after_checkpoint CK SIGNAL CMD...: runs CMD, kills it once CK exists.
+kill_after_checkpoint() {
+  ck=$1; sig=$2; shift 2
+  "$@" &
+  pid=$!
+  n=0
+  while [ ! -s "$ck" ] && kill -0 $pid 2>/dev/null && [ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done
+  kill -"$sig" $pid 2>/dev/null
+  wait $pid
+  rc=$?
+  [ -s "$ck" ] || { echo "FAIL: no checkpoint was written before the run ended"; exit 1; }
+  [ $rc -ne 0 ] || { echo "FAIL: the run ended (exit 0) before it was killed: the test would prove nothing"; exit 1; }
+}
+resumed() {  # resumed TAG WHAT: the resumed run's output equals the uninterrupted one
+  grep -q '"resumed_candidates": [1-9]' "$dir/$1.json" || { echo "FAIL: $2: the summary does not say it resumed"; fail=1; }
+  for f in txt hpp; do
+    if cmp -s "$dir/ref.$f" "$dir/$1.$f"; then echo "ok: .$f identical: $2"
+    else echo "FAIL: .$f differs: $2"; diff "$dir/ref.$f" "$dir/$1.$f" | head -10; fail=1; fi
+  done
+}
+kill_after_checkpoint "$dir/one.ck" 9 "$gen" $args --checkpoint "$dir/one.ck" --checkpoint-every-s 0 --listing "$dir/killed.txt"
+[ -e "$dir/killed.txt" ] && { echo "FAIL: the killed run wrote a listing"; fail=1; }
+"$gen" $args --checkpoint "$dir/one.ck" --listing "$dir/one.txt" --header "$dir/one.hpp" --summary "$dir/one.json" ||
+  { echo "FAIL: the resumed run exited $?"; exit 1; }
+resumed one "tsopt-gen killed (SIGKILL) after a checkpoint, then resumed"
+# Refusals, each naming the problem.
+expect_error() {  # expect_error WHAT PATTERN CMD...
+  what=$1; pat=$2; shift 2
+  out=$("$@" 2>&1); rc=$?
+  if [ $rc -eq 0 ]; then echo "FAIL: $what: exit 0"; fail=1
+  else case "$out" in *"$pat"*) echo "ok: $what refused (exit $rc)" ;;
+    *) echo "FAIL: $what: exit $rc without '$pat': $out"; fail=1 ;; esac; fi
+}
+expect_error "a checkpoint of other options" "written by another run" "$gen" $args --seed 5 --checkpoint "$dir/one.ck"
+head -c 100 "$dir/one.ck" > "$dir/cut.ck"
+expect_error "a truncated checkpoint" "--checkpoint $dir/cut.ck" "$gen" $args --checkpoint "$dir/cut.ck"
+expect_error "--reuse-solver" "--checkpoint with --reuse-solver" "$gen" $args --reuse-solver --checkpoint "$dir/r.ck"
+if [ -n "$genmpi" ]; then
+  kill_after_checkpoint "$dir/mpi.ck" TERM env ASAN_OPTIONS="$mpi_asan" "$mpirun" --oversubscribe -np 2 "$genmpi" $args \
+    --checkpoint "$dir/mpi.ck" --checkpoint-every-s 0
+  ASAN_OPTIONS="$mpi_asan" timeout 600 "$mpirun" --oversubscribe -np 2 "$genmpi" $args --checkpoint "$dir/mpi.ck" \
+    --listing "$dir/mpi.txt" --header "$dir/mpi.hpp" --summary "$dir/mpi.json" || { echo "FAIL: the resumed MPI run exited $?"; exit 1; }
+  resumed mpi "mpirun -np 2 tsopt-gen-mpi stopped (SIGTERM to mpirun) after a checkpoint, then resumed"
+fi
+exit $fail
