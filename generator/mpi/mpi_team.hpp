@@ -5,7 +5,9 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <limits>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,9 @@ public:
             throw error("tsopt-gen-mpi: an exchange of " + std::to_string(mine.size()) + " bytes is over MPI's int count");
         int n = static_cast<int>(mine.size());
         std::vector<int> counts(static_cast<std::size_t>(size_)), offsets(static_cast<std::size_t>(size_));
-        check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+        MPI_Request req;
+        check(MPI_Iallgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD, &req), "MPI_Iallgather");
+        wait(req, "MPI_Iallgather");
         long long total = 0;
         for (int q = 0; q < size_; ++q) {
             offsets[static_cast<std::size_t>(q)] = static_cast<int>(total);
@@ -50,8 +54,10 @@ public:
         if (total > std::numeric_limits<int>::max())
             throw error("tsopt-gen-mpi: an exchange of " + std::to_string(total) + " bytes in all is over MPI's int count");
         std::string all(static_cast<std::size_t>(total), '\0');
-        check(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
-              "MPI_Allgatherv");
+        check(MPI_Iallgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD,
+                             &req),
+              "MPI_Iallgatherv");
+        wait(req, "MPI_Iallgatherv");
         std::vector<std::string> out;
         for (int q = 0; q < size_; ++q)
             out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(q)]),
@@ -64,6 +70,19 @@ public:
     [[noreturn]] void abort_all(int code) { MPI_Abort(MPI_COMM_WORLD, code); std::abort(); }
 
 private:
+    // A blocking collective spins on its core; this rank's worker threads
+    // (speculating while a chunk's last queries run elsewhere) and, where
+    // ranks outnumber cores, the other ranks need it. Polls, then sleeps
+    // between polls.
+    static void wait(MPI_Request& req, const char* what) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int done = 0;;) {
+            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+            if (done) return;
+            if (std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(50))
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
     static void check(int rc, const char* what) {
         if (rc == MPI_SUCCESS) return;
         char text[MPI_MAX_ERROR_STRING];
