@@ -158,9 +158,6 @@ std::string run_result::summary_text() const {
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
-    if (speculated)
-        s << "speculative Z3 queries (asked ahead while a chunk's other queries ran): " << speculated << ", " << speculated_used
-          << " used, the rest asked in vain (" << seconds_text(speculated_wasted_seconds) << " s, with a team: of every process)\n";
     if (resumed) s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates\n";
     if (!rank_seconds.empty()) {
         double total = 0, slowest = 0;
@@ -220,9 +217,6 @@ std::string run_result::summary_json() const {
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
                     {"process_seconds", rank_seconds},
                     {"resumed_candidates", resumed},
-                    {"speculated", speculated},
-                    {"speculated_used", speculated_used},
-                    {"speculated_wasted_seconds", speculated_wasted_seconds},
                     {"disconnected_sources", disconnected_sources},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -346,32 +340,6 @@ run_result run(const run_config& c) {
         // chunk to process (queries_dealt + j) mod procs, so that a chunk's
         // only query does not always fall to process 0.
         std::size_t queries_dealt = 0;
-        // Speculation (not under --reuse-solver): a worker whose share of a
-        // chunk's Z3 queries is done, while the chunk's other queries run
-        // (with a team: until the chunk's exchange returns), queries ahead:
-        // candidates of the next chunks that the rule base so far does not
-        // derive and settling does not refute. A fresh solver's verdict does
-        // not depend on when or where it is asked, so a candidate that pass
-        // 1 later sends to Z3 takes its speculated outcome instead of a
-        // query; one derived or settled by then wastes it. The outcomes are
-        // those of a run without speculation.
-        struct speculated_outcome {
-            int status = 1;
-            std::string detail;
-            double secs = 0;
-            std::uint64_t used = 0, used_transposed = 0, inst = 0, mem = 0;
-        };
-        const bool speculation = c.speculate && !c.reuse_solver;
-        const std::size_t speculation_window = 4 * chunk;  // candidates ahead of the chunk
-        std::vector<std::optional<speculated_outcome>> speculated(ps.size());
-        std::vector<char> speculation_skips(ps.size(), 0);  // derived or settled when looked at: not asked
-        std::vector<char> speculation_used(ps.size(), 0);
-        std::vector<std::size_t> speculated_unsent;  // this process's, for the next exchange
-        std::mutex speculation_m;
-        std::atomic<std::size_t> speculation_next{0};
-        std::atomic<bool> speculation_open{false};  // with a team: until the chunk's pass-2 exchange returns
-        std::atomic<int> real_queries_running{0};   // without a team: speculate while the chunk's queries run
-        std::atomic<unsigned> real_shares_left{0};   // workers whose share of pass 2 is not done
         std::atomic<std::size_t> next_query{0};
         int pass = 1;
         std::exception_ptr failure;
@@ -434,36 +402,11 @@ run_result run(const run_config& c) {
             w.failure(failure);
             w.pod<std::uint64_t>(mine.size());
             for (auto i : mine) put_outcome(w, i);
-            {
-                std::lock_guard lk(speculation_m);
-                w.pod<std::uint64_t>(speculated_unsent.size());
-                for (auto i : speculated_unsent) {
-                    const auto& so = *speculated[i];
-                    w.pod<std::uint64_t>(i);
-                    w.pod(so.status);
-                    w.text(so.detail);
-                    w.pod(so.secs);
-                    for (auto u : {so.used, so.used_transposed, so.inst, so.mem}) w.pod(u);
-                }
-                speculated_unsent.clear();
-            }
             auto all = c.team->all_gather(w.out);
             for (std::size_t q = 0; q < all.size(); ++q) {
                 byte_reader rd{all[q]};
                 rd.failure(q, team_failure);
                 for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) take_outcome(rd, q == rank);
-                for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
-                    auto i = static_cast<std::size_t>(rd.pod<std::uint64_t>());
-                    if (i >= ps.size()) throw error("speculated outcome of candidate " + std::to_string(i));
-                    speculated_outcome so;
-                    so.status = rd.pod<int>();
-                    so.detail = rd.text();
-                    so.secs = rd.pod<double>();
-                    for (auto* u : {&so.used, &so.used_transposed, &so.inst, &so.mem}) *u = rd.pod<std::uint64_t>();
-                    if (q == rank) continue;
-                    std::lock_guard lk(speculation_m);
-                    if (!speculated[i]) speculated[i] = std::move(so);
-                }
             }
             return team_failure.empty() && !failed;
         };
@@ -550,19 +493,13 @@ run_result run(const run_config& c) {
             std::vector<std::jthread> ts;
             for (unsigned t = 0; t < nt; ++t)
                 ts.emplace_back([&, t] {
-                    bool share_pending = false;  // counted in real_shares_left
                     try {
                         verifier v = make_verifier(c);
                         std::size_t seen_gen = 0;
-                        auto ask = [&](std::size_t i) {
-                            const auto& p = fw_ok[i] ? fws[i] : bws[i];
-                            return v.prove(candidate{p.src, p.dst, p.src_out, p.dst_out});
-                        };
                         auto query = [&](std::size_t i) {
                             const auto& p = fw_ok[i] ? fws[i] : bws[i];
-                            real_queries_running.fetch_add(1);
-                            auto res = ask(i);
-                            real_queries_running.fetch_sub(1);
+                            candidate cand{p.src, p.dst, p.src_out, p.dst_out};
+                            auto res = v.prove(cand);
                             if (res.wall_clock)
                                 throw error("wall-clock guard: the Z3 query for " +
                                             io::format_rule_text(p.src, p.src_out, p.dst, p.dst_out) + " ran " +
@@ -582,35 +519,6 @@ run_result run(const run_config& c) {
                             mem[i] = res.memory_mb;
                             (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
                             done.fetch_add(1);
-                        };
-                        // Queries ahead while the chunk's other work goes on. A
-                        // speculative query the wall-clock guard ends is dropped:
-                        // whether it aborts the run is for the real query to say.
-                        auto speculate_ahead = [&] {
-                            auto open = [&] { return c.team ? speculation_open.load() : real_queries_running.load() > 0; };
-                            const std::size_t end = std::min(ps.size(), chunk_end + speculation_window);
-                            while (open() && !failed && !over_budget()) {
-                                std::size_t k = speculation_next.fetch_add(1);
-                                if (k >= end) break;
-                                if (k % procs != rank) continue;  // each process looks at its own positions
-                                std::size_t i = order[k];
-                                {
-                                    std::lock_guard lk(speculation_m);
-                                    if (speculated[i] || speculation_skips[i]) continue;
-                                }
-                                std::vector<std::string> unused;
-                                bool skip = (c.derive && base.derivable(ps[i], &unused)) ||
-                                            (c.settle_opaque && !opaque_constants_refute(ps[i], c.o).empty());
-                                std::optional<verify_result> res;
-                                if (!skip) res = ask(i);
-                                std::lock_guard lk(speculation_m);
-                                if (skip) { speculation_skips[i] = 1; continue; }
-                                if (res->wall_clock || speculated[i]) continue;
-                                speculated[i] = speculated_outcome{res->v == verdict::proven ? 0 : res->v == verdict::timeout ? 2 : 1,
-                                                                   res->detail, res->seconds, res->rlimit_used,
-                                                                   res->transposed_rlimit_used, res->instances, res->memory_mb};
-                                if (c.team) speculated_unsent.push_back(i);
-                            }
                         };
                         for (;;) {
                             {
@@ -652,7 +560,6 @@ run_result run(const run_config& c) {
                                 // By position under --reuse-solver (query j to worker j mod
                                 // workers, this process's workers rank * nt ... + nt - 1),
                                 // else whichever thread is free, over this process's share.
-                                share_pending = true;
                                 const std::size_t workers = nt * procs;
                                 const std::size_t first = first_of_share(queries_dealt, rank, procs) - queries_dealt;
                                 auto free_j = [&] { return first + next_query.fetch_add(1) * procs; };
@@ -660,10 +567,6 @@ run_result run(const run_config& c) {
                                 for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
                                     else query(pending[j]);
-                                real_shares_left.fetch_sub(1);
-                                share_pending = false;
-                                cv_done.notify_all();
-                                if (speculation) speculate_ahead();
                             }
                             std::lock_guard lk(cm);
                             if (--active == 0) cv_done.notify_all();
@@ -674,9 +577,7 @@ run_result run(const run_config& c) {
                         failed = true;
                         next = ps.size();
                         next_query = ps.size();
-                        if (share_pending) real_shares_left.fetch_sub(1);
                         if (active > 0 && --active == 0) cv_done.notify_all();
-                        cv_done.notify_all();
                     }
                 });
             auto progress = [&] {
@@ -684,34 +585,21 @@ run_result run(const run_config& c) {
                                " proven by Z3, " + std::to_string(n_to.load()) + " not)",
                            done.load(), ps.size());
             };
-            // Starts a pass on every worker and waits until they are idle,
-            // or (pass 2 with a team and speculation) until their shares of
-            // the chunk's queries are done: they speculate on until
-            // end_speculation().
             auto run_pass = [&](int which) {
-                const bool until_shares = which == 2 && c.team && speculation;
                 {
                     std::lock_guard lk(cm);
                     pass = which;
                     active = nt;
-                    real_shares_left = nt;
-                    speculation_next = chunk_end;
-                    speculation_open = true;
                     ++generation;
                 }
                 cv_work.notify_all();
                 std::unique_lock lk(cm);
-                while ((until_shares ? real_shares_left > 0 : active > 0) && !failed) {
+                while (active > 0 && !failed) {
                     cv_done.wait_for(lk, std::chrono::milliseconds(200));
                     lk.unlock();
                     progress();
                     lk.lock();
                 }
-            };
-            auto end_speculation = [&] {
-                speculation_open = false;
-                std::unique_lock lk(cm);
-                while (active > 0 && !failed) cv_done.wait_for(lk, std::chrono::milliseconds(50));
             };
             // A Z3 non-proof derived once more from the rules proven so far
             // (within a chunk: in order on this thread, so the outcome does
@@ -741,24 +629,8 @@ run_result run(const run_config& c) {
                 timed([&] { run_pass(1); });
                 if (!exchange(share(b, chunk_end, of_order))) break;
                 pending.clear();
-                for (std::size_t k = b; k < chunk_end; ++k) {
-                    std::size_t i = order[k];
-                    if (status[i] != 6) continue;
-                    if (speculated[i]) {  // asked ahead: its verdict, no query
-                        const auto& so = *speculated[i];
-                        status[i] = so.status;
-                        details[i] = so.detail;
-                        secs[i] = so.secs;
-                        used[i] = so.used;
-                        used_transposed[i] = so.used_transposed;
-                        inst[i] = so.inst;
-                        mem[i] = so.mem;
-                        speculation_used[i] = 1;
-                        (status[i] == 0 ? n_proven : n_to).fetch_add(1, std::memory_order_relaxed);
-                        done.fetch_add(1);
-                    } else
-                        pending.push_back(i);
-                }
+                for (std::size_t k = b; k < chunk_end; ++k)
+                    if (status[order[k]] == 6) pending.push_back(order[k]);
                 next_query = 0;
                 if (!pending.empty() && !failed) {
                     timed([&] { run_pass(2); });
@@ -766,9 +638,7 @@ run_result run(const run_config& c) {
                     for (std::size_t j = 0; j < pending.size(); ++j)
                         if ((c.reuse_solver ? j % (nt * procs) / nt : (queries_dealt + j) % procs) == rank) mine.push_back(pending[j]);
                     queries_dealt += pending.size();
-                    bool ok = exchange(mine);
-                    if (c.team && speculation) end_speculation();
-                    if (!ok) break;
+                    if (!exchange(mine)) break;
                 }
                 // The chunk's Z3-proven rules join the base, in order.
                 if (c.derive) {
@@ -834,12 +704,6 @@ run_result run(const run_config& c) {
             byte_writer w;
             w.pod(busy);
             for (const auto& bytes : c.team->all_gather(w.out)) r.rank_seconds.push_back(byte_reader{bytes}.pod<double>());
-        }
-        for (std::size_t i = 0; i < ps.size(); ++i) {
-            if (!speculated[i]) continue;
-            ++r.speculated;
-            if (speculation_used[i]) ++r.speculated_used;
-            else r.speculated_wasted_seconds += speculated[i]->secs;
         }
         for (std::size_t i = 0; i < ps.size(); ++i) {
             auto s = status[i];

@@ -428,9 +428,6 @@ struct run_config {
     // variables where Z3 proves it (generalization_groups), within the same
     // limits as every query.
     bool generalize = true;
-    // Idle workers query ahead (candidates of the next chunks the rules so
-    // far do not derive); outcomes unchanged. Off under reuse_solver.
-    bool speculate = true;
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     // The verification's outcomes so far, rewritten atomically at a chunk's
     // end every checkpoint_every_s seconds and after the last chunk; a run
@@ -483,10 +480,6 @@ struct run_result {
     // the passes, not the waits in exchanges), in rank order.
     std::vector<double> rank_seconds;
     std::uint64_t resumed = 0;  // candidates whose outcomes came from the checkpoint
-    // Z3 queries asked ahead of their chunk (run_config::speculate), those
-    // whose verdict pass 1 then needed, and the Z3 seconds of the others.
-    std::uint64_t speculated = 0, speculated_used = 0;
-    double speculated_wasted_seconds = 0;
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

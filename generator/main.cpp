@@ -76,8 +76,6 @@ const char* usage =
     "                     come from the same spec, options and candidates: an error otherwise)\n"
     "  --checkpoint-every-s S\n"
     "                     seconds between checkpoint writes (0..86400, default 60)\n"
-    "  --no-speculate     workers idle while a chunk's last Z3 queries run (default: they query\n"
-    "                     the next chunks' candidates ahead; the rules are the same either way)\n"
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
     "                     not attempted in time are counted as not verified (which ones depends\n"
     "                     on machine load: the listing's header says a budget was set)\n"
@@ -244,7 +242,6 @@ int main(int argc, char** argv) {
         else if (a == "--no-generalize") c.generalize = false;
         else if (a == "--reuse-solver") c.reuse_solver = true;
         else if (a == "--no-transposed") c.try_transposed = false;
-        else if (a == "--no-speculate") c.speculate = false;
         else if (a == "--no-derive") c.derive = false;
         else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
         else if (a == "--final-derive-depth") c.final_derive_depth = static_cast<int>(parse_int(a, value(), 0, 6));

@@ -28,13 +28,6 @@ for f in txt hpp unproven; do
   if cmp -s "$dir/idle.$f" "$dir/busy.$f"; then echo "ok: .$f identical with a core busy"
   else echo "FAIL: .$f differs with a core busy:"; diff "$dir/idle.$f" "$dir/busy.$f" | head -10; fail=1; fi
 done
-# Speculation (workers querying the next chunks ahead) changes no outcome.
-"$gen" $args --no-speculate --listing "$dir/plain.txt" --header "$dir/plain.hpp" || { echo "FAIL: tsopt-gen --no-speculate exited $?"; exit 1; }
-for f in txt hpp; do
-  if cmp -s "$dir/idle.$f" "$dir/plain.$f"; then echo "ok: .$f identical with --no-speculate"
-  else echo "FAIL: .$f differs with --no-speculate:"; diff "$dir/idle.$f" "$dir/plain.$f" | head -10; fail=1; fi
-done
-grep -q '"speculated": [1-9]' "$dir/idle.json" || { echo "FAIL: nothing was speculated (the comparison would prove nothing)"; fail=1; }
 grep -q '"timeouts": [1-9]' "$dir/idle.json" || { echo "FAIL: no query ended at the rlimit (the test would prove nothing)"; fail=1; }
 grep -q '"proven": [1-9]' "$dir/idle.json" || { echo "FAIL: nothing proven"; fail=1; }
 # A 1 ms guard ends queries before their rlimit: the run aborts, naming why,
