@@ -70,10 +70,10 @@ public:
     [[noreturn]] void abort_all(int code) { MPI_Abort(MPI_COMM_WORLD, code); std::abort(); }
 
 private:
-    // A blocking collective spins on its core; this rank's worker threads
-    // (speculating while a chunk's last queries run elsewhere) and, where
-    // ranks outnumber cores, the other ranks need it. Polls, then sleeps
-    // between polls.
+    // A blocking collective spins on its core, which the other ranks need
+    // where ranks outnumber cores (mpirun --oversubscribe: the tests, and 4
+    // ranks on this 2-core machine in bench/generator_mpi_scaling.sh).
+    // Polls, then sleeps between polls.
     static void wait(MPI_Request& req, const char* what) {
         auto t0 = std::chrono::steady_clock::now();
         for (int done = 0;;) {
