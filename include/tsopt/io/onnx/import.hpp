@@ -292,7 +292,7 @@ private:
         if (!schema)
             throw error(who + ": '" + n.op_type() + "' is not an ONNX operator at opset " + std::to_string(opset_) +
                         " (a custom operator needs its own domain, e.g. com.example)");
-        if (std::string why = schema_violation(n); !why.empty()) throw error(who + ": " + why);
+        if (std::string why = schema_violation(n, *schema); !why.empty()) throw error(who + ": " + why);
         auto range = [](int lo, int hi) {
             return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
                    : lo == hi                             ? std::to_string(lo)
@@ -1199,9 +1199,10 @@ private:
         for (int i = nodes->size() - 1; i >= 0; --i) {
             bool bad = false;
             const auto& nd = nodes->Get(i);
-            if (nd.domain().empty() || nd.domain() == "ai.onnx")
-                bad = !::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "") ? nd.attribute_size() > 0
-                                                                                                    : !schema_violation(nd).empty();
+            if (nd.domain().empty() || nd.domain() == "ai.onnx") {
+                const auto* schema = ::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "");
+                bad = schema ? !schema_violation(nd, *schema).empty() : nd.attribute_size() > 0;
+            }
             for (const auto& at : nodes->Get(i).attribute()) {
                 static constexpr std::string_view risky[] = {"strides", "dilations", "kernel_shape", "group", "blocksize", "pads"};
                 if (std::find(std::begin(risky), std::end(risky), at.name()) == std::end(risky)) continue;
@@ -1216,23 +1217,21 @@ private:
 
     // What the node's ONNX schema at the model's opset says is wrong with its
     // attributes (one the schema does not declare, one of another type, a
-    // required one missing), or "" when nothing is or there is no schema.
-    // libonnx's inference functions trust the schema (Scan's reads
-    // num_scan_inputs without checking it is there).
-    std::string schema_violation(const pb::NodeProto& nd) const {
-        const auto* schema = ::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "");
-        if (!schema) return "";
+    // required one missing), or "" when nothing is. libonnx's inference
+    // functions trust the schema (Scan's reads num_scan_inputs without
+    // checking it is there).
+    std::string schema_violation(const pb::NodeProto& nd, const ::onnx::OpSchema& schema) const {
         const std::string at_opset = " (opset " + std::to_string(opset_) + ")";
         for (const auto& at : nd.attribute()) {
-            auto declared = schema->attributes().find(at.name());
-            if (declared == schema->attributes().end())
+            auto declared = schema.attributes().find(at.name());
+            if (declared == schema.attributes().end())
                 return "attribute '" + at.name() + "' is not one of " + nd.op_type() + "'s" + at_opset;
             if (at.type() != pb::AttributeProto::UNDEFINED && at.type() != declared->second.type)
                 return "attribute '" + at.name() + "' is " + pb::AttributeProto::AttributeType_Name(at.type()) + "; " +
                        nd.op_type() + at_opset + " declares it " +
                        pb::AttributeProto::AttributeType_Name(declared->second.type);
         }
-        for (const auto& declared : schema->attributes())
+        for (const auto& declared : schema.attributes())
             if (declared.second.required && std::none_of(nd.attribute().begin(), nd.attribute().end(),
                                                          [&](const auto& at) { return at.name() == declared.first; }))
                 return "needs the attribute '" + declared.first + "' (" + nd.op_type() + at_opset + " requires it)";
