@@ -7,12 +7,16 @@
 #include <unordered_set>
 
 #include "gen.hpp"
+#include "tsopt/core/hash.hpp"
 
 namespace tsopt::gen {
 
 namespace {
 
-std::uint64_t mix2(std::uint64_t a, std::uint64_t b) {
+// Combines the fingerprints at the two shapes. Kept with its constants
+// for the reason of enumerate.cpp's combine (the fingerprints order the
+// candidates); hashes that only test membership use hashing::combine.
+std::uint64_t combine_shapes(std::uint64_t a, std::uint64_t b) {
     std::uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x7f4a7c159e3779b9ull + (a << 6) + (a >> 2));
     x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
     return x ^ (x >> 29);
@@ -77,7 +81,7 @@ std::vector<std::uint64_t> eval_replacing(const mgraph& g, std::uint64_t target,
     for (int x : g.outputs) h.push_back(tensor_hash(v[x]));
     if (o.two_shapes && !second) {
         auto h2 = eval_replacing(g, target, o, true);
-        for (std::size_t i = 0; i < h.size(); ++i) h[i] = mix2(h[i], h2[i]);
+        for (std::size_t i = 0; i < h.size(); ++i) h[i] = combine_shapes(h[i], h2[i]);
     }
     return h;
 }
@@ -117,7 +121,7 @@ std::uint64_t renaming_key(const pair& p, std::span<const std::vector<int>> rena
     for (auto& pi : renamings) {
         // Only renamings that touch used inputs matter, but all are cheap.
         std::uint64_t ka = structural_key(p.a, pi), kb = structural_key(p.b, pi);
-        best = std::min(best, mix2(std::min(ka, kb), std::max(ka, kb)));
+        best = std::min(best, hashing::combine(std::min(ka, kb), std::max(ka, kb)));
     }
     return best;
 }

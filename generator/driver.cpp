@@ -414,13 +414,13 @@ run_result run(const run_config& c) {
         // verification order), and the outcomes of its first `at` positions.
         const std::string checkpoint_magic = "tsopt-gen checkpoint 1";
         const std::string identity = [&] {
-            spec::hash_detail::fnv f;
+            hashing::fnv1a f;
             for (auto i : order) {
-                f.num(static_cast<std::int64_t>(keys[i].first));
-                f.num(static_cast<std::int64_t>(keys[i].second));
+                f.number(static_cast<std::int64_t>(keys[i].first));
+                f.number(static_cast<std::int64_t>(keys[i].second));
             }
             std::ostringstream id;
-            id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << spec::hash_detail::hex(f.h)
+            id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << hashing::hex(f.value)
                << "), rlimit " << c.rlimit << ", max-instances " << c.max_instances << ", mbqi " << c.mbqi << ", transposed "
                << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;

@@ -9,11 +9,6 @@
 
 namespace tsopt::gen {
 
-namespace {
-using spec::hash_detail::fnv;
-using spec::hash_detail::hex;
-}  // namespace
-
 std::string spec_hash() { return spec::spec_hash(); }
 
 bool source_connected(const io::listed_rule& r) {
@@ -45,10 +40,9 @@ std::string rule_name(const io::listed_rule& r, std::string_view reverse_text) {
         for (auto& n : ns) s += (s.empty() ? "" : "-") + std::string(spec::name(n.op));
         return s.empty() ? std::string("input") : s;
     };
-    fnv f;
-    f.str(r.text);
-    f.str(reverse_text);
-    return ops(r.src) + "-to-" + ops(r.dst) + "-" + hex(f.h, 10);
+    hashing::fnv1a f;
+    f.text(r.text).text(reverse_text);
+    return ops(r.src) + "-to-" + ops(r.dst) + "-" + hashing::hex(f.value, 10);
 }
 io::listed_rule canonical(rule_patterns p) {
     // Outputs in the order of their printed source expressions.

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "gen.hpp"
+#include "tsopt/core/hash.hpp"
 
 namespace tsopt::gen {
 
@@ -85,9 +86,9 @@ spec::op_params params_for_shapes(const gop& op, const spec::op_params& p0, std:
 namespace {
 struct params_hash {
     std::size_t operator()(const spec::op_params& p) const {
-        std::uint64_t h = 1469598103934665603ull;
-        for (auto v : p.v) h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
-        return h;
+        hashing::fnv1a h;
+        for (auto v : p.v) h.number(v);
+        return h.value;
     }
 };
 std::shared_mutex intern_mutex;
@@ -125,17 +126,19 @@ std::uint16_t intern_params(const spec::op_params& p) {
 
 // ---------------------------------------------------------------- hashing
 namespace {
-constexpr std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-constexpr std::uint64_t combine(std::uint64_t h, std::uint64_t v) { return mix(h ^ (v + 0x632be59bd9b4e019ull + (h << 6))); }
-std::uint64_t input_shash(int i) { return mix(0xabcdef12345ull + static_cast<std::uint64_t>(i)); }
+using hashing::mix64;
+// The fingerprint's own combine step, kept with its constants although
+// core/hash.hpp has one: bucket fingerprints order the candidates, and the
+// order decides which representative of a class is verified first and what
+// is derived from it. With hashing::combine here (and in candidates.cpp's
+// shape combination) the build's N=3 set had 465 rules and 15 unknowns
+// instead of 463 and 14, and lost the convolution shared-operand fusion
+// without activation (docs/generator.md, "One hash").
+constexpr std::uint64_t combine(std::uint64_t h, std::uint64_t v) { return mix64(h ^ (v + 0x632be59bd9b4e019ull + (h << 6))); }
+std::uint64_t input_shash(int i) { return mix64(0xabcdef12345ull + static_cast<std::uint64_t>(i)); }
 
 std::uint64_t op_shash(const gop& op, const spec::op_params& pv, std::span<const std::uint64_t> tensor_shash) {
-    std::uint64_t h = mix(static_cast<std::uint64_t>(op.kind) + 1);
+    std::uint64_t h = mix64(static_cast<std::uint64_t>(op.kind) + 1);
     for (auto v : pv.v) h = combine(h, static_cast<std::uint32_t>(v));
     for (int i = 0; i < op.nin; ++i) h = combine(h, tensor_shash[op.in[i]]);
     for (int i = 0; i < 2; ++i)
@@ -145,12 +148,13 @@ std::uint64_t op_shash(const gop& op, const spec::op_params& pv, std::span<const
 }  // namespace
 
 std::uint64_t tensor_hash(const tensor<modp>& t) {
-    std::uint64_t h = mix(static_cast<std::uint64_t>(t.shape.rank));
+    std::uint64_t h = mix64(static_cast<std::uint64_t>(t.shape.rank));
     for (int i = 0; i < t.shape.rank; ++i) h = combine(h, static_cast<std::uint64_t>(t.shape[i]));
-    // Two lanes keep the inner loop cheap; mixed at the end.
+    // Two lanes keep the inner loop cheap (an FNV-1a step per element and a
+    // position-weighted sum); combined at the end. Seeds as combine's above.
     std::uint64_t a = 0x243f6a8885a308d3ull, b = 0x13198a2e03707344ull;
     for (std::size_t i = 0; i < t.data.size(); ++i) {
-        a = (a ^ t.data[i].v) * 0x100000001b3ull;
+        a = (a ^ t.data[i].v) * hashing::fnv_prime;
         b = (b + t.data[i].v) * 0xff51afd7ed558ccdull + i;
     }
     return combine(combine(h, a), b);
@@ -158,8 +162,8 @@ std::uint64_t tensor_hash(const tensor<modp>& t) {
 
 std::uint64_t fingerprint(std::span<const std::uint64_t> output_hashes) {
     std::uint64_t f = 0x5eed;
-    for (auto h : output_hashes) f += mix(h);  // symmetric: independent of output order
-    return mix(f);
+    for (auto h : output_hashes) f += mix64(h);  // symmetric: independent of output order
+    return mix64(f);
 }
 
 const std::vector<tensor<modp>>& fingerprint_inputs(const options& o, bool second) {
@@ -169,7 +173,7 @@ const std::vector<tensor<modp>>& fingerprint_inputs(const options& o, bool secon
     auto ins = second ? second_shapes(o.inputs) : o.inputs;
     std::uint64_t seed = second ? o.seed ^ 0x2d5a9e1f3b7c4d61ull : o.seed;
     std::uint64_t key = seed;
-    for (auto& in : ins) key = combine(key, std::hash<std::string>{}(in.name + in.s.str()));
+    for (auto& in : ins) key = combine(key, hashing::fnv1a_of(in.name + in.s.str()));
     for (auto& [k, v] : cache)
         if (k == key) return v;
     std::mt19937_64 rng(seed);

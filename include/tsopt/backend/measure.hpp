@@ -170,44 +170,7 @@ inline graph isolate(const graph& g, std::size_t i) {
 // structure, parameters, layouts, names of inputs, shapes and weight values
 // (graph::structural_hash names weights by address). Keys pick_fastest's
 // reuse of timings across runs.
-inline std::uint64_t content_hash(const graph& g) {
-    std::vector<std::uint64_t> h(g.nodes.size(), 0);
-    auto mix = [](std::uint64_t a, std::uint64_t b) {
-        a ^= b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2);
-        return a * 0xff51afd7ed558ccdull;
-    };
-    auto text = [&](std::uint64_t x, std::string_view s) {
-        for (unsigned char c : s) x = mix(x, c);
-        return mix(x, s.size());
-    };
-    for (std::size_t i : g.topological_order()) {
-        const node& n = g.nodes[i];
-        std::uint64_t x = mix(0x7a50, static_cast<std::uint64_t>(n.kind));
-        switch (n.kind) {
-            case node_kind::input: x = text(x, n.name); break;
-            case node_kind::weight:
-                for (float f : n.data->data) {
-                    std::uint32_t bits;
-                    std::memcpy(&bits, &f, sizeof bits);
-                    x = mix(x, bits);
-                }
-                break;
-            case node_kind::opaque: x = text(text(x, n.opaque->type), n.opaque->attributes); break;
-            case node_kind::op:
-                x = mix(x, static_cast<std::uint64_t>(n.op));
-                for (auto p : n.params.v) x = mix(x, static_cast<std::uint32_t>(p));
-                break;
-        }
-        x = mix(x, static_cast<std::uint64_t>(n.out_layout));
-        for (const shape& s : n.shapes)
-            for (auto d : s) x = mix(x, static_cast<std::uint64_t>(d));
-        for (value v : n.inputs) x = mix(mix(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
-        h[i] = x;
-    }
-    std::uint64_t r = 0xcbf29ce484222325ull;
-    for (value v : g.outputs) r = mix(mix(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
-    return r;
-}
+inline std::uint64_t content_hash(const graph& g) { return g.hash_of_outputs(graph::weights_by::content); }
 
 // What pick_fastest returns.
 struct pick_result {

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +36,7 @@
 #include <vector>
 #include <unistd.h>
 
+#include "tsopt/core/hash.hpp"
 #include "tsopt/cost/cache.hpp"
 #include "tsopt/io/atomic_file.hpp"
 
@@ -76,9 +76,7 @@ public:
     // The file of `machine`'s measurements by `backend` in dir (empty when dir is).
     static std::filesystem::path file_for(const std::filesystem::path& dir, std::string_view backend, const std::string& machine) {
         if (dir.empty()) return {};
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv(machine)));
-        return dir / (std::string(backend) + "-measure-" + std::string(hex) + ".tsv");
+        return dir / (std::string(backend) + "-measure-" + hashing::hex(hashing::fnv1a_of(machine)) + ".tsv");
     }
     const std::filesystem::path& file() const { return file_; }
     const std::string& machine() const { return machine_; }
@@ -104,11 +102,6 @@ public:
     }
 
 private:
-    static std::uint64_t fnv(std::string_view s) {
-        std::uint64_t h = 0xcbf29ce484222325ull;
-        for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-        return h;
-    }
     static constexpr std::string_view magic = "tsopt-measure-cache v1";
 
     void warn(const std::string& why) const {

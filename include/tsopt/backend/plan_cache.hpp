@@ -20,7 +20,7 @@ inline std::uint64_t plan_key(const graph& g, std::uint64_t seed) {
     std::uint64_t key = seed;
     for (const node& n : g.nodes)
         for (const shape& s : n.shapes)
-            for (int d = -1; d < s.rank; ++d) key = graph::mix(key, static_cast<std::uint64_t>(d < 0 ? s.rank : s[d]));
+            for (int d = -1; d < s.rank; ++d) key = hashing::combine(key, static_cast<std::uint64_t>(d < 0 ? s.rank : s[d]));
     return key;
 }
 

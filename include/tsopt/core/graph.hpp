@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tsopt/core/error.hpp"
+#include "tsopt/core/hash.hpp"
 #include "tsopt/spec/registry.hpp"
 
 namespace tsopt {
@@ -346,34 +347,56 @@ public:
         return g;
     }
 
-    // Structural hash (Merkle over the DAG): equal for graphs that compute the
-    // same expression with the same operators, parameters, inputs and weights,
-    // whatever the node order. The search de-duplicates with it.
-    std::uint64_t structural_hash() const {
+    // How node_hashes names a weight: by the address of its data (cheap; the
+    // same only within one process) or by its values (the same in every run).
+    enum class weights_by { address, content };
+
+    // Per-node Merkle hashes over the DAG: a node's hash covers its kind,
+    // operator, parameters, layout, shapes and everything upstream, not its
+    // id or its name (inputs hash by name, opaque operators by type and
+    // attributes). Built from core/hash.hpp's one hash, so the values of
+    // weights_by::content are the same in every run on every machine.
+    std::vector<std::uint64_t> node_hashes(weights_by weights) const {
+        using hashing::combine;
         std::vector<std::uint64_t> h(nodes.size(), 0);
         for (std::size_t i : topological_order()) {
             const node& n = nodes[i];
-            std::uint64_t x = mix(0x9e3779b97f4a7c15ull, static_cast<std::uint64_t>(n.kind));
+            std::uint64_t x = combine(0x51ed270b27bd4f3dull, static_cast<std::uint64_t>(n.kind));
             switch (n.kind) {
-                case node_kind::input:
-                    x = mix(x, std::hash<std::string>{}(n.name));
-                    for (auto d : n.shapes[0]) x = mix(x, static_cast<std::uint64_t>(d));
+                case node_kind::input: x = combine(x, hashing::fnv1a_of(n.name)); break;
+                case node_kind::weight:
+                    if (weights == weights_by::address) x = combine(x, reinterpret_cast<std::uintptr_t>(n.data.get()));
+                    else if (n.data) x = combine(x, hashing::fnv1a{}.words(n.data->data.data(), n.data->data.size()).value);
                     break;
-                case node_kind::weight: x = mix(x, reinterpret_cast<std::uintptr_t>(n.data.get())); break;
-                case node_kind::opaque: x = mix(x, std::hash<std::string>{}(n.opaque->type + n.opaque->attributes)); break;
+                case node_kind::opaque:
+                    x = combine(x, hashing::fnv1a{}.text(n.opaque->type).text(n.opaque->attributes).value);
+                    break;
                 case node_kind::op:
-                    x = mix(x, static_cast<std::uint64_t>(n.op));
-                    for (auto p : n.params.v) x = mix(x, static_cast<std::uint32_t>(p));
+                    x = combine(x, static_cast<std::uint64_t>(n.op));
+                    for (auto p : n.params.v) x = combine(x, static_cast<std::uint32_t>(p));
                     break;
             }
-            x = mix(x, static_cast<std::uint64_t>(n.out_layout));
-            for (value v : n.inputs) x = mix(mix(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+            x = combine(x, static_cast<std::uint64_t>(n.out_layout));
+            for (const shape& sh : n.shapes)
+                for (auto d : sh) x = combine(x, static_cast<std::uint64_t>(d));
+            for (value v : n.inputs) x = combine(combine(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
             h[i] = x;
         }
-        std::uint64_t r = 0xcbf29ce484222325ull;
-        for (value v : outputs) r = mix(mix(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+        return h;
+    }
+
+    // Hash of what the graph computes: its outputs' node hashes, in order.
+    std::uint64_t hash_of_outputs(weights_by weights) const {
+        const auto h = node_hashes(weights);
+        std::uint64_t r = hashing::fnv_offset_basis;
+        for (value v : outputs) r = hashing::combine(hashing::combine(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
         return r;
     }
+
+    // Equal for graphs that compute the same expression with the same
+    // operators, parameters, inputs and weights (the same weight objects),
+    // whatever the node order. The search de-duplicates with it.
+    std::uint64_t structural_hash() const { return hash_of_outputs(weights_by::address); }
 
     // Shapes an operator node would have from its inputs; throws naming it.
     std::vector<shape> infer(const node& n) const {
@@ -385,13 +408,6 @@ public:
         std::vector<shape> out(static_cast<std::size_t>(spec::decl(n.op).num_outputs));
         if (auto e = spec::infer_shapes(n.op, n.params, in, out); !e.empty()) throw error(n.describe() + ": " + e);
         return out;
-    }
-
-    static std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-        a ^= b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2);
-        a ^= a >> 31;
-        a *= 0xbf58476d1ce4e5b9ull;
-        return a ^ (a >> 29);
     }
 
 private:

@@ -61,10 +61,10 @@ struct op_key {
             k.opaque_type = o ? o->type + "@" + o->domain : std::string("opaque@");
             std::uint64_t h = 0x6f70617175650000ull;
             if (o) {
-                h = graph::mix(h, std::hash<std::string>{}(o->type));
-                h = graph::mix(h, std::hash<std::string>{}(o->domain));
-                h = graph::mix(h, std::hash<std::string>{}(o->attributes));
-                h = graph::mix(h, static_cast<std::uint64_t>(o->attribute_count));
+                h = hashing::combine(h, hashing::fnv1a_of(o->type));
+                h = hashing::combine(h, hashing::fnv1a_of(o->domain));
+                h = hashing::combine(h, hashing::fnv1a_of(o->attributes));
+                h = hashing::combine(h, static_cast<std::uint64_t>(o->attribute_count));
             }
             k.opaque_id = h;
         }
@@ -76,16 +76,16 @@ struct op_key {
     }
 
     std::uint64_t hash() const {
-        std::uint64_t h = graph::mix(0x636f73746b6579ull, static_cast<std::uint64_t>(kind));
-        h = graph::mix(h, static_cast<std::uint64_t>(op));
-        for (auto p : params.v) h = graph::mix(h, static_cast<std::uint32_t>(p));
+        std::uint64_t h = hashing::combine(0x636f73746b6579ull, static_cast<std::uint64_t>(kind));
+        h = hashing::combine(h, static_cast<std::uint64_t>(op));
+        for (auto p : params.v) h = hashing::combine(h, static_cast<std::uint32_t>(p));
         for (const shape& s : in_shapes) {
-            h = graph::mix(h, static_cast<std::uint64_t>(s.rank));
-            for (auto d : s) h = graph::mix(h, static_cast<std::uint64_t>(d));
+            h = hashing::combine(h, static_cast<std::uint64_t>(s.rank));
+            for (auto d : s) h = hashing::combine(h, static_cast<std::uint64_t>(d));
         }
-        for (auto l : in_layouts) h = graph::mix(h, static_cast<std::uint64_t>(l));
-        h = graph::mix(h, static_cast<std::uint64_t>(out_layout));
-        return graph::mix(h, opaque_id);
+        for (auto l : in_layouts) h = hashing::combine(h, static_cast<std::uint64_t>(l));
+        h = hashing::combine(h, static_cast<std::uint64_t>(out_layout));
+        return hashing::combine(h, opaque_id);
     }
 
     std::string str() const {

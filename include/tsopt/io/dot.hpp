@@ -138,48 +138,12 @@ inline std::string to_dot(const graph& g, const dot_options& o = {}) {
     return d.str();
 }
 
-// Structural per-node hashes (Merkle over the DAG): a node's hash covers its
-// operator, parameters, layout and everything upstream, not its id or name
-// (inputs hash by name, weights by content).
-inline std::vector<std::uint64_t> node_hashes(const graph& g) {
-    std::vector<std::uint64_t> h(g.size(), 0);
-    for (std::size_t i : g.topological_order()) {
-        const node& n = g.nodes[i];
-        std::uint64_t x = graph::mix(0x51ed270b27bd4f3dull, static_cast<std::uint64_t>(n.kind));
-        switch (n.kind) {
-            case node_kind::input: x = graph::mix(x, std::hash<std::string>{}(n.name)); break;
-            case node_kind::weight: {
-                std::uint64_t c = 0xcbf29ce484222325ull;
-                if (n.data)
-                    for (float f : n.data->data) {
-                        std::uint32_t b;
-                        std::memcpy(&b, &f, 4);
-                        c = (c ^ b) * 0x100000001b3ull;
-                    }
-                x = graph::mix(x, c);
-                break;
-            }
-            case node_kind::opaque: x = graph::mix(x, std::hash<std::string>{}(n.opaque->type + '\0' + n.opaque->attributes)); break;
-            case node_kind::op:
-                x = graph::mix(x, static_cast<std::uint64_t>(n.op));
-                for (auto p : n.params.v) x = graph::mix(x, static_cast<std::uint32_t>(p));
-                break;
-        }
-        x = graph::mix(x, static_cast<std::uint64_t>(n.out_layout));
-        for (const auto& s : n.shapes)
-            for (auto e : s) x = graph::mix(x, static_cast<std::uint64_t>(e));
-        for (value v : n.inputs) x = graph::mix(graph::mix(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
-        h[i] = x;
-    }
-    return h;
-}
-
 // Ids of the nodes of `optimized` that compute something no node of
 // `original` computes: the regions rewrites produced (inputs never count).
 inline std::set<std::int32_t> changed_nodes(const graph& original, const graph& optimized) {
-    auto before = node_hashes(original);
+    auto before = original.node_hashes(graph::weights_by::content);
     std::unordered_set<std::uint64_t> known(before.begin(), before.end());
-    auto after = node_hashes(optimized);
+    auto after = optimized.node_hashes(graph::weights_by::content);
     std::set<std::int32_t> r;
     for (std::size_t i = 0; i < optimized.size(); ++i)
         if (optimized.nodes[i].kind != node_kind::input && !known.count(after[i])) r.insert(static_cast<std::int32_t>(i));

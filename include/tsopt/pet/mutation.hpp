@@ -322,7 +322,7 @@ struct dfs_state {
 inline std::uint64_t fingerprint(const std::vector<tensor<modp>>& ys) {
     std::uint64_t h = 0x1234;
     for (auto& y : ys)
-        for (auto x : y.data) h = graph::mix(h, x.v);
+        for (auto x : y.data) h = hashing::combine(h, x.v);
     return h;
 }
 

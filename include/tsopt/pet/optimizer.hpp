@@ -232,7 +232,7 @@ namespace detail {
 inline std::uint64_t sub_key(const subprogram& sp) {
     std::uint64_t h = sp.g.structural_hash();
     for (std::size_t i = 0; i < sp.leaves(); ++i)
-        for (auto d : sp.g.nodes[i].shapes[0]) h = graph::mix(h, static_cast<std::uint64_t>(d));
+        for (auto d : sp.g.nodes[i].shapes[0]) h = hashing::combine(h, static_cast<std::uint64_t>(d));
     return h;
 }
 

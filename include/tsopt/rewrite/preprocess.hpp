@@ -38,9 +38,9 @@ public:
 
     // Outputs of op(params, inputs), computed once.
     std::vector<ptr> fold(spec::op_kind k, const spec::op_params& p, const std::vector<ptr>& in) {
-        std::uint64_t key = graph::mix(static_cast<std::uint64_t>(k) + 1, in.size());
-        for (auto v : p.v) key = graph::mix(key, static_cast<std::uint32_t>(v));
-        for (const auto& t : in) key = graph::mix(key, reinterpret_cast<std::uintptr_t>(t.get()));
+        std::uint64_t key = hashing::combine(static_cast<std::uint64_t>(k) + 1, in.size());
+        for (auto v : p.v) key = hashing::combine(key, static_cast<std::uint32_t>(v));
+        for (const auto& t : in) key = hashing::combine(key, reinterpret_cast<std::uintptr_t>(t.get()));
         auto& bucket = by_op_[key];
         for (const auto& e : bucket)
             if (e.op == k && e.params == p && e.inputs == in) return e.outputs;
@@ -63,12 +63,12 @@ public:
     // The first registered tensor with this content (registers `t` if new).
     ptr intern(const ptr& t) {
         if (known_.count(t.get())) return t;
-        std::uint64_t h = graph::mix(static_cast<std::uint64_t>(t->shape.rank), static_cast<std::uint64_t>(t->size()));
-        for (int i = 0; i < t->shape.rank; ++i) h = graph::mix(h, static_cast<std::uint64_t>(t->shape[i]));
+        std::uint64_t h = hashing::combine(static_cast<std::uint64_t>(t->shape.rank), static_cast<std::uint64_t>(t->size()));
+        for (int i = 0; i < t->shape.rank; ++i) h = hashing::combine(h, static_cast<std::uint64_t>(t->shape[i]));
         for (float x : t->data) {
             std::uint32_t b;
             std::memcpy(&b, &x, 4);
-            h = graph::mix(h, b);
+            h = hashing::combine(h, b);
         }
         auto& bucket = by_content_[h];
         for (const auto& e : bucket)

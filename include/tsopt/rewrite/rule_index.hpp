@@ -117,12 +117,9 @@ private:
         std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> rules;
     };
 
-    // A 64-bit hash of the fixed values: a collision only offers a node to a
-    // rule that then fails to match, never hides a match.
-    static std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-        h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        return h * 0xff51afd7ed558ccdull;
-    }
+    // Keys are 64-bit hashes (hashing::combine) of the fixed values: a
+    // collision only offers a node to a rule that then fails to match, never
+    // hides a match.
     static std::uint64_t input_code(spec::op_kind producer, int output) {
         return 1 + (static_cast<std::uint64_t>(producer) << 8) + static_cast<std::uint64_t>(output);
     }
@@ -137,14 +134,14 @@ private:
             // The axiom DSL's split point 0 matches any point (matcher::assign).
             if (p.op == spec::op_kind::split && i == spec::split_p::at && t.value == 0) continue;
             s.mask |= mask_t{1} << (first + i);
-            s.key = mix(s.key, param_code(t.value));
+            s.key = hashing::combine(s.key, param_code(t.value));
         }
     }
 
     static signature of_pattern(std::span<const spec::pattern_node> src) {
         const spec::pattern_node& p = src.back();
         signature s;
-        s.key = mix(0, p.num_inputs);
+        s.key = hashing::combine(0, p.num_inputs);
         fixed_params(p, 0, s);
         for (int i = 0; i < p.num_inputs; ++i) {
             const auto& in = p.inputs[static_cast<std::size_t>(i)];
@@ -153,27 +150,27 @@ private:
             if (in.is_var || in.index < 0 || static_cast<std::size_t>(in.index) + 1 >= src.size()) continue;
             const spec::pattern_node& child = src[static_cast<std::size_t>(in.index)];
             s.mask |= mask_t{1} << input_bit(i);
-            s.key = mix(s.key, input_code(child.op, in.output));
+            s.key = hashing::combine(s.key, input_code(child.op, in.output));
             fixed_params(child, child_param_bit(i, 0), s);
         }
         return s;
     }
 
     static std::uint64_t key_of(const graph& g, const node& n, mask_t mask) {
-        std::uint64_t h = mix(0, n.inputs.size());
+        std::uint64_t h = hashing::combine(0, n.inputs.size());
         const spec::op_decl& d = spec::decl(n.op);
         for (int i = 0; i < d.num_params; ++i)
-            if (mask & (mask_t{1} << i)) h = mix(h, param_code(n.params[i]));
+            if (mask & (mask_t{1} << i)) h = hashing::combine(h, param_code(n.params[i]));
         for (int i = 0; i < spec::max_inputs && static_cast<std::size_t>(i) < n.inputs.size(); ++i) {
             if (!(mask & (mask_t{1} << input_bit(i)))) continue;
             value v = n.inputs[static_cast<std::size_t>(i)];
             const node& c = g.at(v);
             // Not an operator: no rule with an operator here can match.
-            if (c.kind != node_kind::op) return mix(h, 0);
-            h = mix(h, input_code(c.op, v.output));
+            if (c.kind != node_kind::op) return hashing::combine(h, 0);
+            h = hashing::combine(h, input_code(c.op, v.output));
             const int nparams = spec::decl(c.op).num_params;
             for (int k = 0; k < nparams; ++k)
-                if (mask & (mask_t{1} << child_param_bit(i, k))) h = mix(h, param_code(c.params[k]));
+                if (mask & (mask_t{1} << child_param_bit(i, k))) h = hashing::combine(h, param_code(c.params[k]));
         }
         return h;
     }

@@ -13,7 +13,7 @@
 namespace tsopt::rules {
 
 // Hash of the operator declarations and axioms the rules were proven against.
-inline constexpr std::string_view generated_spec_hash = "064982309e8a9379";
+inline constexpr std::string_view generated_spec_hash = "d6bf7263d387f49b";
 // Every rule in this header was proven by Z3, or derived by rewriting from rules
 // proven by Z3 (its provenance says which); tsopt-gen never emits others here.
 // generated_verified: verification ran (false: built with --no-verify, no rules).
@@ -28,16 +28,6 @@ using K = spec::op_kind;
 inline constexpr auto kU = spec::param_term::kind::unused, kC = spec::param_term::kind::constant,
                       kV = spec::param_term::kind::variable, kD = spec::param_term::kind::dim_of;
 inline constexpr spec::pattern_node nodes[] = {
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -47,6 +37,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
@@ -124,16 +124,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::avgpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
@@ -148,16 +148,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{2,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
@@ -165,18 +165,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{3,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{2,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{1,0,true},{3,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{2,0,true},{3,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{2,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
@@ -190,23 +178,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{3,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{2,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{1,0,true},{3,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{2,0,true},{3,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{3,0,true}}},{{{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,false},{1,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -220,10 +202,28 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
@@ -237,14 +237,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
@@ -261,11 +253,14 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{1,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,0,{0,0,true}}}}},
-{K::conv2d,2,{{{1,0,true},{0,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{1,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{1,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,0,{0,0,true}}}}},
@@ -276,6 +271,11 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{1,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,0,{0,0,true}}}}},
+{K::conv2d,2,{{{1,0,true},{0,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{1,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,false},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},0},{kD,0,{0,0,true}}}}},
@@ -297,16 +297,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},0},{kD,0,{0,0,true}}}}},
 {K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,1,{0,0,true}}}}},
-{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,1,{1,0,true}}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,1,{0,0,true}}}}},
 {K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
@@ -326,6 +316,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},0},{kD,0,{2,0,true}}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,1,{0,0,true}}}}},
+{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::split,1,{{{1,0,false}}},{{{kC,0,{},1},{kD,1,{1,0,true}}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::split,1,{{{1,0,false}}},{{{kC,0,{},0},{kD,0,{0,0,true}}}}},
@@ -403,16 +403,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::conv2d,2,{{{1,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{2,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
@@ -422,6 +412,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{1,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{2,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -471,17 +471,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::cpool,0,{{}},{{{kD,1,{0,0,true}},{kC,0,{},3},{kC,0,{},3}}}},
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
@@ -515,18 +515,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::cpool,0,{{}},{{{kD,1,{0,0,true}},{kC,0,{},3},{kC,0,{},3}}}},
 {K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
-{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -540,17 +528,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -564,6 +552,26 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
@@ -571,26 +579,10 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
@@ -601,16 +593,24 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -625,6 +625,24 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
@@ -662,23 +680,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{2,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::ewmul,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::ewmul,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -716,18 +728,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::ewmul,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::ewmul,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewadd,2,{{{1,0,true},{2,0,true}}},{{}}},
@@ -736,54 +736,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
@@ -798,6 +750,30 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
@@ -809,6 +785,36 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
@@ -821,12 +827,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{0,0,false}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
@@ -839,6 +839,18 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -852,17 +864,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::matmul,2,{{{1,0,false},{3,0,true}}},{{{kC,0,{},0}}}},
+{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::smul,2,{{{3,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -876,19 +888,17 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{3,0,true}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
-{K::smul,2,{{{3,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
@@ -899,28 +909,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::relu,1,{{{1,0,false}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::relu,1,{{{1,0,false}}},{{}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
@@ -932,6 +920,18 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::relu,1,{{{1,0,false}}},{{}}},
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{1,0,false}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{1,0,false}}},{{}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},1}}}},
@@ -946,16 +946,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
@@ -965,36 +955,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
 {K::ewadd,2,{{{1,0,true},{0,0,false}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
-{K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::iconv,0,{{}},{{{kD,1,{0,0,true}},{kD,1,{0,0,true}},{kD,2,{1,0,true}}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},1},{kC,0,{},1},{kC,0,{},1},{kC,0,{},0},{kC,0,{},1},{kC,0,{},1}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
@@ -1005,6 +975,36 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
 {K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
+{K::concat,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
@@ -1017,16 +1017,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -1037,6 +1027,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::imatmul,0,{{}},{{{kD,0,{1,0,true}}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -1117,22 +1117,22 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::ewmul,2,{{{1,0,false},{0,0,false}}},{{}}},
+{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::imatmul,0,{{}},{{{kD,1,{0,0,true}}}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::imatmul,0,{{}},{{{kD,1,{0,0,true}}}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::imatmul,0,{{}},{{{kD,1,{0,0,true}}}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,false}}},{{{kC,0,{},33554433}}}},
@@ -1198,10 +1198,10 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
@@ -1210,10 +1210,10 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
-{K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::ewadd,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
@@ -1229,15 +1229,15 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::ewmul,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -1248,16 +1248,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -1268,18 +1258,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -1293,18 +1281,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::concat,2,{{{2,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
@@ -1315,6 +1291,30 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{2,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
@@ -1337,6 +1337,14 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{1,0,true},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
@@ -1352,14 +1360,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{1,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
@@ -1398,16 +1398,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{3,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{3,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -1422,26 +1422,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{3,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{3,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -1452,15 +1442,15 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
-{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
-{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
-{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
@@ -1472,6 +1462,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::maxpool,1,{{{1,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
 {K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::maxpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},1}}}},
@@ -1506,16 +1506,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::maxpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::relu,1,{{{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::relu,1,{{{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::relu,1,{{{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
@@ -1524,6 +1514,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::relu,1,{{{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::relu,1,{{{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::relu,1,{{{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
@@ -1554,6 +1554,30 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
+{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::ewmul,2,{{{1,0,false},{2,0,true}}},{{}}},
@@ -1567,30 +1591,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::ewmul,2,{{{1,0,false},{0,0,true}}},{{}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
-{K::smul,2,{{{1,0,false},{1,0,true}}},{{}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,false}}},{{}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::avgpool,1,{{{0,0,true}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
@@ -1614,14 +1614,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,false},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,false},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
@@ -1632,10 +1624,10 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::conv2d,2,{{{0,0,false},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::conv2d,2,{{{0,0,true},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::conv2d,2,{{{0,0,false},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
@@ -1646,6 +1638,14 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::conv2d,2,{{{0,0,false},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},1},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,false},{2,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,true},{0,0,false}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
+{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::conv2d,2,{{{0,0,false},{1,0,true}}},{{{kV,0,{},3},{kV,0,{},4},{kV,0,{},2},{kC,0,{},0},{kV,0,{},0},{kV,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
@@ -1709,18 +1709,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::ewmul,2,{{{1,0,true},{0,0,true}}},{{}}},
 {K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
@@ -1729,6 +1717,18 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::avgpool,1,{{{0,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::avgpool,1,{{{1,0,false}}},{{{kC,0,{},3},{kC,0,{},3},{kV,0,{},1},{kV,0,{},2},{kV,0,{},0},{kC,0,{},0}}}},
 {K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
 {K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
@@ -1744,18 +1744,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{1,0,true},{1,0,false}}},{{}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::matmul,2,{{{1,0,false},{3,0,true}}},{{{kC,0,{},0}}}},
 {K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{3,0,true},{2,0,true}}},{{}}},
@@ -1766,18 +1754,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{1,0,true},{3,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
 {K::matmul,2,{{{1,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{3,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{3,0,true},{2,0,true}}},{{}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{3,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
@@ -1793,15 +1769,27 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{3,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{3,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{2,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{3,0,true},{2,0,true}}},{{}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::smul,2,{{{0,0,false},{3,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{3,0,true}}},{{}}},
-{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::ewmul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{1,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{2,0,true},{0,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -1816,18 +1804,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{2,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
@@ -1838,6 +1814,30 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{0,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{3,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{3,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{2,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{2,0,true},{3,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{3,0,true}}},{{}}},
+{K::ewmul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::matmul,2,{{{2,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,true},{0,0,false}}},{{}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::ewmul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,false},{2,0,true}}},{{}}},
 {K::ewmul,2,{{{0,0,true},{2,0,true}}},{{}}},
@@ -1870,6 +1870,18 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{2,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
@@ -1894,18 +1906,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::smul,2,{{{1,0,false},{2,0,true}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::ewadd,2,{{{1,0,false},{0,0,false}}},{{}}},
@@ -1992,10 +1992,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{2,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
@@ -2022,16 +2028,10 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{2,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{0,0,true},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},0}}}},
 {K::matmul,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
@@ -2041,6 +2041,14 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{2,0,true}}},{{{kC,0,{},1}}}},
 {K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
@@ -2048,24 +2056,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
-{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
-{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
@@ -2076,6 +2066,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
 {K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{2,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{1,0,true}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,false},{2,0,true}}},{{}}},
+{K::smul,2,{{{0,0,true},{2,0,true}}},{{}}},
+{K::smul,2,{{{1,0,true},{2,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
 {K::smul,2,{{{2,0,true},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -2123,16 +2123,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,false}}},{{{kC,0,{},33554433}}}},
 {K::matmul,2,{{{1,0,false},{0,0,true}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
@@ -2151,6 +2141,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::concat,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::ewadd,2,{{{0,0,false},{1,0,true}}},{{}}},
@@ -2196,6 +2196,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::imatmul,0,{{}},{{{kD,0,{0,0,true}}}}},
 {K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{1,0,true}}},{{{kC,0,{},33554433}}}},
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
@@ -2205,16 +2215,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::matmul,2,{{{1,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::matmul,2,{{{0,0,false},{1,0,true}}},{{{kC,0,{},1}}}},
@@ -2228,28 +2228,16 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
@@ -2264,16 +2252,28 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::concat,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
 {K::ewadd,2,{{{1,0,false},{0,0,false}}},{{}}},
@@ -2312,18 +2312,6 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::ewmul,2,{{{1,0,false},{0,0,false}}},{{}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::matmul,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,true}}},{{}}},
-{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
-{K::matmul,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::relu,1,{{{0,0,false}}},{{}}},
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::matmul,2,{{{0,0,false},{0,0,true}}},{{{kC,0,{},1}}}},
@@ -2336,36 +2324,24 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::matmul,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
+{K::matmul,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,true}}},{{}}},
+{K::matmul,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
+{K::matmul,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::relu,1,{{{0,0,false}}},{{}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::transpose,1,{{{0,0,false}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,true}}},{{}}},
 {K::transpose,1,{{{0,0,false}}},{{{kC,0,{},33554433}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::relu,1,{{{0,0,false}}},{{}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
-{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
-{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
-{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
-{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},0}}}},
@@ -2390,6 +2366,30 @@ inline constexpr spec::pattern_node nodes[] = {
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::concat,2,{{{1,0,false},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},0}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,true},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,true},{0,0,false}}},{{{kC,0,{},1}}}},
+{K::transpose,1,{{{1,0,false}}},{{{kC,0,{},33554433}}}},
+{K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
+{K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
+{K::concat,2,{{{0,0,false},{1,0,false}}},{{{kC,0,{},0}}}},
 {K::transpose,1,{{{0,0,true}}},{{{kC,0,{},33554433}}}},
 {K::smul,2,{{{0,0,false},{1,0,true}}},{{}}},
 {K::ewadd,2,{{{0,0,false},{1,0,false}}},{{}}},
@@ -2505,10 +2505,8 @@ inline constexpr spec::value_ref outs[] = {
 {1,0,false},{1,0,false},
 {1,0,false},{1,0,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
-{2,0,false},{2,1,false},{0,0,false},{1,0,false},
 {0,0,false},{1,0,false},{2,0,false},{2,1,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
-{0,0,false},{1,0,false},{2,0,false},{2,1,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
 {0,0,false},{1,0,false},{2,0,false},{2,1,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
@@ -2517,6 +2515,8 @@ inline constexpr spec::value_ref outs[] = {
 {0,0,false},{1,0,false},{2,1,false},{2,0,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
 {0,0,false},{1,0,false},{2,1,false},{2,0,false},
+{2,0,false},{2,1,false},{0,0,false},{1,0,false},
+{0,0,false},{1,0,false},{2,0,false},{2,1,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
 {2,0,false},{2,1,false},{0,0,false},{1,0,false},
@@ -2804,10 +2804,10 @@ inline constexpr spec::value_ref outs[] = {
 {2,0,false},{2,0,false},
 {2,0,false},{2,0,false},
 {2,0,false},{2,0,false},
-{2,0,false},{2,0,false},
-{2,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
+{2,0,false},{2,0,false},
+{2,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
 {1,0,false},{1,0,false},
@@ -2837,13 +2837,13 @@ inline constexpr spec::value_ref outs[] = {
 {2,0,false},{2,0,false},
 {2,0,false},{2,0,false},
 {2,0,false},{2,0,false},
+{2,0,false},{2,0,false},
+{2,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
+{2,0,false},{2,0,false},
+{2,0,false},{2,0,false},
 {1,0,false},{2,0,false},{1,0,false},{2,0,false},
-{2,0,false},{2,0,false},
-{2,0,false},{2,0,false},
-{2,0,false},{2,0,false},
-{2,0,false},{2,0,false},
 {1,0,false},{1,0,false},
 {1,0,false},{1,0,false},
 {1,0,false},{1,0,false},
@@ -2924,1169 +2924,1169 @@ inline constexpr spec::value_ref outs[] = {
 {1,0,false},{2,0,false},
 {1,0,false},{0,0,true},
 };
-inline constexpr std::string_view prov0 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47581 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov1 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47636 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov2 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47665 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov3 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47723 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov4 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49296 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov5 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49225 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov6 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47859 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov7 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47801 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov8 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51999 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov9 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47123 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov10 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47161 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov11 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55099 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov12 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55097 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov13 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52633 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov14 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47600 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov15 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49148 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov16 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48466 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov17 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48405 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov18 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48492 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov19 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49716 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov20 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48746 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov21 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49708 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov22 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48750 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov23 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47402 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov24 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47355 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov25 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49265 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov26 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51366 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov27 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49257 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov28 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52363 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov29 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52367 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov30 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49607 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov31 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49603 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov32 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49299 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov33 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52060 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov34 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51063 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov35 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49144 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov36 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48009 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov37 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49210 / 500000 for its transposed mirror, 50539 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov38 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49210 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov39 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49043 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov40 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47529 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov41 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47584 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov42 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47481 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov43 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47533 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov44 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49245 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov45 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49247 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov46 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 225585 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov47 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47899 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov48 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51768 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov49 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51497 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov50 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47035 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov51 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47071 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov52 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47055 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov53 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47077 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov54 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47099 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov55 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47125 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov56 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47903 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov57 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49882 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov58 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50359 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov59 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50505 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov60 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50235 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov61 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50403 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov62 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50606 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov63 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50315 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov64 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50638 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov65 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50622 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov66 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52216 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov67 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52465 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov68 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 500000 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov69 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50399 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov70 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55836 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov71 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55833 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov72 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55828 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov73 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 57477 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov74 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50497 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov75 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50335 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov76 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50507 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov77 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52991 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov78 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51464 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov79 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 54617 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov80 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55124 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov81 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55107 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov82 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55095 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov83 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55397 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov84 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 54802 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov85 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52421 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov86 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52196 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov87 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 53016 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov88 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52984 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov89 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 393221 / 500000 for its transposed mirror, 54497 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov90 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 386359 / 500000 for its transposed mirror, 54651 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov91 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50367 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov92 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48077 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov93 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48079 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov94 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50895 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov95 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50889 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov96 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49418 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov97 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49386 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov98 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49298 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov99 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49290 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov100 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48719 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov101 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48711 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov102 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48851 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov103 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 61130 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov104 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 482853 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov105 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49953 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov106 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49991 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov107 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47781 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov108 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47543 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov109 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51951 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov110 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51296 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov111 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51878 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov112 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49987 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov113 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46984 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov114 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46982 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov115 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47962 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov116 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47975 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov117 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49516 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov118 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49148 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov119 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48013 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov120 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48449 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov121 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 460046 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov122 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47510 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov123 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47524 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov124 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51916 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov125 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48887 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov126 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47958 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov127 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48891 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov128 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48980 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov129 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48954 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov130 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48984 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov131 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49504 / 500000 for its transposed mirror, 53453 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov132 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49504 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov133 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47796 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov134 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48332 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov135 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47137 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov136 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47440 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov137 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49621 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov138 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 500000 / 500000 for its transposed mirror, 54505 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov139 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 402857 / 500000 for its transposed mirror, 57138 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov140 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 457625 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov141 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47467 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov142 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47519 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov143 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47551 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov144 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47606 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov145 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51797 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov146 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47061 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov147 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47098 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov148 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47187 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov149 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51763 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov150 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47291 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov151 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50993 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov152 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47722 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov153 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49542 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov154 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49268 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov155 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49252 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov156 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49254 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov157 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50833 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov158 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50870 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov159 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47690 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov160 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47165 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov161 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47131 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov162 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47195 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov163 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47041 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov164 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47063 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov165 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47055 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov166 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47080 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov167 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49560 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov168 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51761 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov169 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51760 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov170 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55723 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov171 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 429888 / 500000 for its transposed mirror, 55314 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov172 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49018 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov173 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49010 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov174 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49026 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov175 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 53735 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov176 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 339586 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov177 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 473093 / 500000 for its transposed mirror, 52970 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov178 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 386359 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov179 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 381659 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov180 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 473093 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov181 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 320601 / 500000 for its transposed mirror, 52529 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov182 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 280037 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov183 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 490586 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov184 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49871 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov185 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49930 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov186 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50131 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov187 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47970 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov188 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47968 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov189 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49584 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov190 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50623 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov191 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49406 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov192 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 448134 / 500000 for its transposed mirror, 56057 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov193 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 407415 / 500000 for its transposed mirror, 54818 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov194 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 491068 / 500000 for its transposed mirror, 54388 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov195 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 464881 / 500000 for its transposed mirror, 54508 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov196 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 465536 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov197 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 325294 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov198 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 366631 / 500000 for its transposed mirror, 57029 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov199 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 432635 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov200 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47379 / 500000 for its transposed mirror, 49523 / 500000 for the step back) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov201 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 242373 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov202 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47280 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov203 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47635 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov204 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 225159 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov205 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 230911 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov206 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 210211 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov207 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47979 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov208 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 164985 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov209 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50025 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov210 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49969 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov211 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 381941 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov212 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47508 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov213 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49131 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov214 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47408 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov215 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47449 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov216 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 259285 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov217 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47451 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov218 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 276496 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov219 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49250 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov220 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49234 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov221 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48529 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov222 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48528 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov223 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46999 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov224 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47433 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov225 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 292109 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov226 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 274907 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov227 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49241 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov228 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49255 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov229 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49615 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov230 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48373 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov231 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46995 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov232 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47591 / 500000) against 75 axioms, spec 064982309e8a9379";
-inline constexpr std::string_view prov233 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46782 / 500000) against 75 axioms, spec 064982309e8a9379";
+inline constexpr std::string_view prov0 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47665 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov1 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47723 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov2 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47581 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov3 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47636 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov4 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49296 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov5 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49225 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov6 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47859 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov7 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47801 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov8 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51999 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov9 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47123 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov10 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47161 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov11 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55099 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov12 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55097 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov13 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52633 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov14 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47600 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov15 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49148 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov16 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48492 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov17 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48466 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov18 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48405 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov19 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49716 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov20 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48746 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov21 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49708 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov22 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48750 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov23 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47355 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov24 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47402 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov25 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51366 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov26 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49265 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov27 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49257 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov28 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52363 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov29 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49607 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov30 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49603 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov31 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52367 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov32 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49299 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov33 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52060 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov34 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51063 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov35 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49144 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov36 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48009 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov37 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49210 / 500000 for its transposed mirror, 50539 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov38 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49210 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov39 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49043 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov40 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47529 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov41 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47584 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov42 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47481 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov43 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47533 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov44 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49245 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov45 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49247 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov46 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 225585 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov47 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47899 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov48 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51768 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov49 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47035 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov50 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47071 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov51 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51497 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov52 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47055 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov53 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47077 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov54 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47099 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov55 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47125 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov56 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47903 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov57 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49882 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov58 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50505 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov59 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50359 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov60 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50403 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov61 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50235 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov62 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52216 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov63 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50606 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov64 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52465 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov65 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50622 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov66 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50315 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov67 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50638 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov68 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 500000 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov69 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50399 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov70 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 57477 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov71 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55833 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov72 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55836 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov73 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55828 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov74 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50507 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov75 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50497 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov76 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50335 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov77 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52991 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov78 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55107 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov79 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 54617 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov80 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51464 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov81 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55095 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov82 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55124 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov83 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 54802 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov84 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55397 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov85 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52421 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov86 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52196 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov87 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 52984 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov88 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 53016 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov89 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 386359 / 500000 for its transposed mirror, 54651 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov90 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 393221 / 500000 for its transposed mirror, 54497 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov91 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50367 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov92 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48079 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov93 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48077 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov94 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50889 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov95 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50895 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov96 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49418 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov97 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49386 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov98 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49290 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov99 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49298 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov100 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48851 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov101 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48711 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov102 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48719 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov103 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 61130 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov104 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49953 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov105 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 482853 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov106 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49991 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov107 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47781 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov108 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47543 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov109 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51951 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov110 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51296 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov111 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51878 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov112 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49987 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov113 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46982 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov114 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46984 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov115 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47975 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov116 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47962 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov117 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49516 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov118 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49148 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov119 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48013 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov120 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48449 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov121 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 460046 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov122 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47510 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov123 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47524 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov124 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51916 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov125 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48891 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov126 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47958 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov127 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48887 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov128 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48984 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov129 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48980 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov130 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48954 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov131 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49504 / 500000 for its transposed mirror, 53453 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov132 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49504 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov133 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48332 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov134 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47796 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov135 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47137 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov136 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47440 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov137 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49621 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov138 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 457625 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov139 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 402857 / 500000 for its transposed mirror, 57138 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov140 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 500000 / 500000 for its transposed mirror, 54505 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov141 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47467 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov142 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47519 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov143 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47551 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov144 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47606 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov145 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51797 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov146 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47061 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov147 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47098 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov148 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47187 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov149 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51763 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov150 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47291 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov151 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50993 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov152 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47722 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov153 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49542 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov154 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50833 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov155 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50870 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov156 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49254 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov157 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49268 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov158 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49252 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov159 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47690 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov160 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47195 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov161 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47165 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov162 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47131 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov163 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47055 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov164 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47080 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov165 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47041 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov166 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47063 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov167 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49560 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov168 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51761 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov169 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 51760 / 500000) over parameter variables (dil_h, dil_w, pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov170 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 55723 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov171 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 429888 / 500000 for its transposed mirror, 55314 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov172 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49010 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov173 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49026 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov174 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49018 / 500000) over parameter variables (pad, stride_h, stride_w: any value; 1 enumerated instance replaced) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov175 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 53735 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov176 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 473093 / 500000 for its transposed mirror, 52970 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov177 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 381659 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov178 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 386359 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov179 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 339586 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov180 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 320601 / 500000 for its transposed mirror, 52529 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov181 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 490586 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov182 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 473093 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov183 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 280037 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov184 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49871 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov185 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49930 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov186 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50131 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov187 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47970 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov188 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47968 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov189 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49584 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov190 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50623 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov191 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49406 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov192 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 448134 / 500000 for its transposed mirror, 56057 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov193 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 407415 / 500000 for its transposed mirror, 54818 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov194 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 491068 / 500000 for its transposed mirror, 54388 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov195 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 464881 / 500000 for its transposed mirror, 54508 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov196 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 432635 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov197 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 325294 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov198 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 366631 / 500000 for its transposed mirror, 57029 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov199 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 465536 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov200 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47379 / 500000 for its transposed mirror, 49523 / 500000 for the step back) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov201 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 242373 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov202 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47280 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov203 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47635 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov204 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 225159 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov205 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 230911 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov206 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47979 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov207 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 164985 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov208 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 210211 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov209 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 50025 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov210 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49969 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov211 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 381941 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov212 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47508 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov213 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47408 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov214 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49131 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov215 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 276496 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov216 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47451 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov217 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 259285 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov218 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47449 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov219 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49250 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov220 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49234 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov221 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48528 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov222 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48529 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov223 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46999 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov224 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 274907 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov225 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47433 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov226 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 292109 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov227 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49241 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov228 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49255 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov229 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 49615 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov230 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 48373 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov231 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46995 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov232 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 47591 / 500000) against 75 axioms, spec d6bf7263d387f49b";
+inline constexpr std::string_view prov233 = "generated by tsopt-gen (N<=3), proven by Z3 (rlimit 46782 / 500000) against 75 axioms, spec d6bf7263d387f49b";
 }  // namespace generated_detail
 
 inline constexpr std::array<rewrite::rule, 463> generated_rules{{
-    // (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-971720aa0f", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))", generated_detail::prov0, {generated_detail::nodes + 0, 3}, {generated_detail::nodes + 3, 2}, {generated_detail::outs + 0, 1}, {generated_detail::outs + 1, 1}, 2, 3},
-    // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-971720aa0f-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov1, {generated_detail::nodes + 5, 2}, {generated_detail::nodes + 7, 3}, {generated_detail::outs + 2, 1}, {generated_detail::outs + 3, 1}, 2, 3},
     // (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-9deb6032a3", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))", generated_detail::prov2, {generated_detail::nodes + 10, 3}, {generated_detail::nodes + 13, 2}, {generated_detail::outs + 4, 1}, {generated_detail::outs + 5, 1}, 2, 3},
+    {"avgpool-avgpool-concat-to-concat-avgpool-02d43f71f5", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))", generated_detail::prov0, {generated_detail::nodes + 0, 3}, {generated_detail::nodes + 3, 2}, {generated_detail::outs + 0, 1}, {generated_detail::outs + 1, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-9deb6032a3-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov3, {generated_detail::nodes + 15, 2}, {generated_detail::nodes + 17, 3}, {generated_detail::outs + 6, 1}, {generated_detail::outs + 7, 1}, 2, 3},
+    {"avgpool-avgpool-concat-to-concat-avgpool-02d43f71f5-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov1, {generated_detail::nodes + 5, 2}, {generated_detail::nodes + 7, 3}, {generated_detail::outs + 2, 1}, {generated_detail::outs + 3, 1}, 2, 3},
+    // (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))
+    {"avgpool-avgpool-concat-to-concat-avgpool-04cf3ec7d9", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))", generated_detail::prov2, {generated_detail::nodes + 10, 3}, {generated_detail::nodes + 13, 2}, {generated_detail::outs + 4, 1}, {generated_detail::outs + 5, 1}, 2, 3},
+    // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
+    {"avgpool-avgpool-concat-to-concat-avgpool-04cf3ec7d9-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov3, {generated_detail::nodes + 15, 2}, {generated_detail::nodes + 17, 3}, {generated_detail::outs + 6, 1}, {generated_detail::outs + 7, 1}, 2, 3},
     // (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-a1edf5d68b", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))", generated_detail::prov0, {generated_detail::nodes + 20, 3}, {generated_detail::nodes + 23, 2}, {generated_detail::outs + 8, 1}, {generated_detail::outs + 9, 1}, 2, 3},
+    {"avgpool-avgpool-concat-to-concat-avgpool-92d9ba83cd", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))", generated_detail::prov2, {generated_detail::nodes + 20, 3}, {generated_detail::nodes + 23, 2}, {generated_detail::outs + 8, 1}, {generated_detail::outs + 9, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"avgpool-avgpool-concat-to-concat-avgpool-a1edf5d68b-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov1, {generated_detail::nodes + 25, 2}, {generated_detail::nodes + 27, 3}, {generated_detail::outs + 10, 1}, {generated_detail::outs + 11, 1}, 2, 3},
+    {"avgpool-avgpool-concat-to-concat-avgpool-92d9ba83cd-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov3, {generated_detail::nodes + 25, 2}, {generated_detail::nodes + 27, 3}, {generated_detail::outs + 10, 1}, {generated_detail::outs + 11, 1}, 2, 3},
     // (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y))
-    {"avgpool-avgpool-ewadd-to-ewadd-avgpool-ee260bddc5", "(ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y))", generated_detail::prov4, {generated_detail::nodes + 30, 3}, {generated_detail::nodes + 33, 2}, {generated_detail::outs + 12, 1}, {generated_detail::outs + 13, 1}, 2, 3},
+    {"avgpool-avgpool-ewadd-to-ewadd-avgpool-a75d746bd7", "(ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y))", generated_detail::prov4, {generated_detail::nodes + 30, 3}, {generated_detail::nodes + 33, 2}, {generated_detail::outs + 12, 1}, {generated_detail::outs + 13, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y)) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"avgpool-avgpool-ewadd-to-ewadd-avgpool-ee260bddc5-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y)) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov5, {generated_detail::nodes + 35, 2}, {generated_detail::nodes + 37, 3}, {generated_detail::outs + 14, 1}, {generated_detail::outs + 15, 1}, 2, 3},
+    {"avgpool-avgpool-ewadd-to-ewadd-avgpool-a75d746bd7-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x ?y)) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov5, {generated_detail::nodes + 35, 2}, {generated_detail::nodes + 37, 3}, {generated_detail::outs + 14, 1}, {generated_detail::outs + 15, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))
-    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-20b270304b", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))", generated_detail::prov6, {generated_detail::nodes + 40, 3}, {generated_detail::nodes + 43, 3}, {generated_detail::outs + 16, 1}, {generated_detail::outs + 17, 1}, 1, 3},
+    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-3d29057cdd", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))", generated_detail::prov6, {generated_detail::nodes + 40, 3}, {generated_detail::nodes + 43, 3}, {generated_detail::outs + 16, 1}, {generated_detail::outs + 17, 1}, 1, 3},
     // (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))
-    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-20b270304b-rev", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))", generated_detail::prov7, {generated_detail::nodes + 46, 3}, {generated_detail::nodes + 49, 3}, {generated_detail::outs + 18, 1}, {generated_detail::outs + 19, 1}, 1, 3},
+    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-3d29057cdd-rev", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)))", generated_detail::prov7, {generated_detail::nodes + 46, 3}, {generated_detail::nodes + 49, 3}, {generated_detail::outs + 18, 1}, {generated_detail::outs + 19, 1}, 1, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))
-    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-91bded62eb", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov6, {generated_detail::nodes + 52, 3}, {generated_detail::nodes + 55, 3}, {generated_detail::outs + 20, 1}, {generated_detail::outs + 21, 1}, 1, 3},
+    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-44b3540dcd", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x)) => (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov6, {generated_detail::nodes + 52, 3}, {generated_detail::nodes + 55, 3}, {generated_detail::outs + 20, 1}, {generated_detail::outs + 21, 1}, 1, 3},
     // (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x))
-    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-91bded62eb-rev", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x))", generated_detail::prov7, {generated_detail::nodes + 58, 3}, {generated_detail::nodes + 61, 3}, {generated_detail::outs + 22, 1}, {generated_detail::outs + 23, 1}, 1, 3},
+    {"avgpool-concat-avgpool-to-avgpool-avgpool-concat-44b3540dcd-rev", "(concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) ?x))", generated_detail::prov7, {generated_detail::nodes + 58, 3}, {generated_detail::nodes + 61, 3}, {generated_detail::outs + 22, 1}, {generated_detail::outs + 23, 1}, 1, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))
-    {"avgpool-maxpool-to-avgpool-maxpool-764f40e473", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov8, {generated_detail::nodes + 64, 2}, {generated_detail::nodes + 66, 2}, {generated_detail::outs + 24, 1}, {generated_detail::outs + 25, 1}, 1, 3},
+    {"avgpool-maxpool-to-avgpool-maxpool-d0f43b9355", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov8, {generated_detail::nodes + 64, 2}, {generated_detail::nodes + 66, 2}, {generated_detail::outs + 24, 1}, {generated_detail::outs + 25, 1}, 1, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))
-    {"avgpool-maxpool-to-avgpool-maxpool-764f40e473-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov8, {generated_detail::nodes + 68, 2}, {generated_detail::nodes + 70, 2}, {generated_detail::outs + 26, 1}, {generated_detail::outs + 27, 1}, 1, 3},
+    {"avgpool-maxpool-to-avgpool-maxpool-d0f43b9355-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov8, {generated_detail::nodes + 68, 2}, {generated_detail::nodes + 70, 2}, {generated_detail::outs + 26, 1}, {generated_detail::outs + 27, 1}, 1, 3},
     // (relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)
-    {"avgpool-relu-to-avgpool-5db4118dbf", "(relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov9, {generated_detail::nodes + 72, 2}, {generated_detail::nodes + 74, 1}, {generated_detail::outs + 28, 1}, {generated_detail::outs + 29, 1}, 1, 3},
+    {"avgpool-relu-to-avgpool-bcf2136261", "(relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov9, {generated_detail::nodes + 72, 2}, {generated_detail::nodes + 74, 1}, {generated_detail::outs + 28, 1}, {generated_detail::outs + 29, 1}, 1, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))
-    {"avgpool-relu-to-avgpool-5db4118dbf-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov10, {generated_detail::nodes + 75, 1}, {generated_detail::nodes + 76, 2}, {generated_detail::outs + 30, 1}, {generated_detail::outs + 31, 1}, 1, 3},
+    {"avgpool-relu-to-avgpool-bcf2136261-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov10, {generated_detail::nodes + 75, 1}, {generated_detail::nodes + 76, 2}, {generated_detail::outs + 30, 1}, {generated_detail::outs + 31, 1}, 1, 3},
     // (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y)) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
-    {"avgpool-smul-ewmul-to-smul-avgpool-ewmul-55a651af1b", "(ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y)) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov11, {generated_detail::nodes + 78, 3}, {generated_detail::nodes + 81, 3}, {generated_detail::outs + 32, 1}, {generated_detail::outs + 33, 1}, 2, 3},
+    {"avgpool-smul-ewmul-to-smul-avgpool-ewmul-3558566e7d", "(ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y)) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov11, {generated_detail::nodes + 78, 3}, {generated_detail::nodes + 81, 3}, {generated_detail::outs + 32, 1}, {generated_detail::outs + 33, 1}, 2, 3},
     // (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y))
-    {"avgpool-smul-ewmul-to-smul-avgpool-ewmul-55a651af1b-rev", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y))", generated_detail::prov12, {generated_detail::nodes + 84, 3}, {generated_detail::nodes + 87, 3}, {generated_detail::outs + 34, 1}, {generated_detail::outs + 35, 1}, 2, 3},
+    {"avgpool-smul-ewmul-to-smul-avgpool-ewmul-3558566e7d-rev", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul ?x ?y))", generated_detail::prov12, {generated_detail::nodes + 84, 3}, {generated_detail::nodes + 87, 3}, {generated_detail::outs + 34, 1}, {generated_detail::outs + 35, 1}, 2, 3},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
-    {"concat-avgpool-split-to-avgpool-avgpool-ef4409ef21", "(tuple (split.0{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov13, {generated_detail::nodes + 90, 3}, {generated_detail::nodes + 93, 2}, {generated_detail::outs + 36, 2}, {generated_detail::outs + 38, 2}, 2, 3},
-    // (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x))
-    {"concat-concat-concat-to-concat-concat-concat-32e28b23eb", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 95, 3}, {generated_detail::nodes + 98, 3}, {generated_detail::outs + 40, 1}, {generated_detail::outs + 41, 1}, 2, 0},
-    // (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x))
-    {"concat-concat-concat-to-concat-concat-concat-32e28b23eb-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 101, 3}, {generated_detail::nodes + 104, 3}, {generated_detail::outs + 42, 1}, {generated_detail::outs + 43, 1}, 2, 0},
-    // (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (concat{axis=0} ?x ?z) (concat{axis=0} ?y ?x))
-    {"concat-concat-concat-to-concat-concat-concat-85dd000493", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (concat{axis=0} ?x ?z) (concat{axis=0} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 107, 3}, {generated_detail::nodes + 110, 3}, {generated_detail::outs + 44, 1}, {generated_detail::outs + 45, 1}, 3, 0},
-    // (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
-    {"concat-concat-concat-to-concat-concat-concat-85dd000493-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 113, 3}, {generated_detail::nodes + 116, 3}, {generated_detail::outs + 46, 1}, {generated_detail::outs + 47, 1}, 3, 0},
+    {"concat-avgpool-split-to-avgpool-avgpool-450d8dbe2f", "(tuple (split.0{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov13, {generated_detail::nodes + 90, 3}, {generated_detail::nodes + 93, 2}, {generated_detail::outs + 36, 2}, {generated_detail::outs + 38, 2}, 2, 3},
     // (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
-    {"concat-concat-concat-to-concat-concat-concat-f921485c67", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov14, {generated_detail::nodes + 119, 3}, {generated_detail::nodes + 122, 3}, {generated_detail::outs + 48, 1}, {generated_detail::outs + 49, 1}, 3, 0},
+    {"concat-concat-concat-to-concat-concat-concat-0cdccc8471", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov14, {generated_detail::nodes + 95, 3}, {generated_detail::nodes + 98, 3}, {generated_detail::outs + 40, 1}, {generated_detail::outs + 41, 1}, 3, 0},
     // (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z))
-    {"concat-concat-concat-to-concat-concat-concat-f921485c67-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z))", generated_detail::prov14, {generated_detail::nodes + 125, 3}, {generated_detail::nodes + 128, 3}, {generated_detail::outs + 50, 1}, {generated_detail::outs + 51, 1}, 3, 0},
+    {"concat-concat-concat-to-concat-concat-concat-0cdccc8471-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z))", generated_detail::prov14, {generated_detail::nodes + 101, 3}, {generated_detail::nodes + 104, 3}, {generated_detail::outs + 42, 1}, {generated_detail::outs + 43, 1}, 3, 0},
+    // (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (concat{axis=0} ?x ?z) (concat{axis=0} ?y ?x))
+    {"concat-concat-concat-to-concat-concat-concat-bcc5535395", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (concat{axis=0} ?x ?z) (concat{axis=0} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 107, 3}, {generated_detail::nodes + 110, 3}, {generated_detail::outs + 44, 1}, {generated_detail::outs + 45, 1}, 3, 0},
+    // (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
+    {"concat-concat-concat-to-concat-concat-concat-bcc5535395-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 113, 3}, {generated_detail::nodes + 116, 3}, {generated_detail::outs + 46, 1}, {generated_detail::outs + 47, 1}, 3, 0},
+    // (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x))
+    {"concat-concat-concat-to-concat-concat-concat-fbf326807d", "(concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x)) => (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 119, 3}, {generated_detail::nodes + 122, 3}, {generated_detail::outs + 48, 1}, {generated_detail::outs + 49, 1}, 2, 0},
+    // (concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x))
+    {"concat-concat-concat-to-concat-concat-concat-fbf326807d-rev", "(concat{axis=1} (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?x))", generated_detail::prov14, {generated_detail::nodes + 125, 3}, {generated_detail::nodes + 128, 3}, {generated_detail::outs + 50, 1}, {generated_detail::outs + 51, 1}, 2, 0},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?y ?x) (concat{axis=1} ?w ?z))
-    {"concat-concat-conv2d-to-concat-concat-conv2d-2fdfc32ab7", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?y ?x) (concat{axis=1} ?w ?z))", generated_detail::prov15, {generated_detail::nodes + 131, 3}, {generated_detail::nodes + 134, 3}, {generated_detail::outs + 52, 1}, {generated_detail::outs + 53, 1}, 4, 5},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w))
-    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-a30b76a18f", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w))", generated_detail::prov16, {generated_detail::nodes + 137, 3}, {generated_detail::nodes + 140, 3}, {generated_detail::outs + 54, 1}, {generated_detail::outs + 55, 1}, 4, 5},
-    // (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?w))
-    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-a30b76a18f-rev", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?w))", generated_detail::prov17, {generated_detail::nodes + 143, 3}, {generated_detail::nodes + 146, 3}, {generated_detail::outs + 56, 1}, {generated_detail::outs + 57, 1}, 4, 5},
+    {"concat-concat-conv2d-to-concat-concat-conv2d-0e5d3bd191", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=1} ?y ?x) (concat{axis=1} ?w ?z))", generated_detail::prov15, {generated_detail::nodes + 131, 3}, {generated_detail::nodes + 134, 3}, {generated_detail::outs + 52, 1}, {generated_detail::outs + 53, 1}, 4, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))
-    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-e87b918277", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov18, {generated_detail::nodes + 149, 3}, {generated_detail::nodes + 152, 3}, {generated_detail::outs + 58, 1}, {generated_detail::outs + 59, 1}, 4, 5},
+    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-1ddf0e01f9", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov16, {generated_detail::nodes + 137, 3}, {generated_detail::nodes + 140, 3}, {generated_detail::outs + 54, 1}, {generated_detail::outs + 55, 1}, 4, 5},
     // (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?z ?x) (concat{axis=1} ?w ?y))
-    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-e87b918277-rev", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?z ?x) (concat{axis=1} ?w ?y))", generated_detail::prov18, {generated_detail::nodes + 155, 3}, {generated_detail::nodes + 158, 3}, {generated_detail::outs + 60, 1}, {generated_detail::outs + 61, 1}, 4, 5},
-    // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))
-    {"concat-concat-matmul-to-concat-concat-matmul-62c1efafeb", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))", generated_detail::prov19, {generated_detail::nodes + 161, 3}, {generated_detail::nodes + 164, 3}, {generated_detail::outs + 62, 1}, {generated_detail::outs + 63, 1}, 3, 0},
-    // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))
-    {"concat-concat-matmul-to-concat-concat-matmul-62c1efafeb-rev", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))", generated_detail::prov19, {generated_detail::nodes + 167, 3}, {generated_detail::nodes + 170, 3}, {generated_detail::outs + 64, 1}, {generated_detail::outs + 65, 1}, 3, 0},
-    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))
-    {"concat-concat-matmul-to-concat-concat-matmul-6c7d4859f7", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))", generated_detail::prov20, {generated_detail::nodes + 173, 3}, {generated_detail::nodes + 176, 3}, {generated_detail::outs + 66, 1}, {generated_detail::outs + 67, 1}, 2, 0},
+    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-1ddf0e01f9-rev", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?z ?x) (concat{axis=1} ?w ?y))", generated_detail::prov16, {generated_detail::nodes + 143, 3}, {generated_detail::nodes + 146, 3}, {generated_detail::outs + 56, 1}, {generated_detail::outs + 57, 1}, 4, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w))
+    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-82fdfcbe61", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?w)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?w))", generated_detail::prov17, {generated_detail::nodes + 149, 3}, {generated_detail::nodes + 152, 3}, {generated_detail::outs + 58, 1}, {generated_detail::outs + 59, 1}, 4, 5},
+    // (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?w))
+    {"concat-concat-conv2d-to-conv2d-conv2d-ewadd-82fdfcbe61-rev", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?w)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?w))", generated_detail::prov18, {generated_detail::nodes + 155, 3}, {generated_detail::nodes + 158, 3}, {generated_detail::outs + 60, 1}, {generated_detail::outs + 61, 1}, 4, 5},
     // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?y))
-    {"concat-concat-matmul-to-concat-concat-matmul-abd673061f", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?y))", generated_detail::prov19, {generated_detail::nodes + 179, 3}, {generated_detail::nodes + 182, 3}, {generated_detail::outs + 68, 1}, {generated_detail::outs + 69, 1}, 3, 0},
+    {"concat-concat-matmul-to-concat-concat-matmul-4396baa2e9", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?y))", generated_detail::prov19, {generated_detail::nodes + 161, 3}, {generated_detail::nodes + 164, 3}, {generated_detail::outs + 62, 1}, {generated_detail::outs + 63, 1}, 3, 0},
     // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?z))
-    {"concat-concat-matmul-to-concat-concat-matmul-abd673061f-rev", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?z))", generated_detail::prov19, {generated_detail::nodes + 185, 3}, {generated_detail::nodes + 188, 3}, {generated_detail::outs + 70, 1}, {generated_detail::outs + 71, 1}, 3, 0},
+    {"concat-concat-matmul-to-concat-concat-matmul-4396baa2e9-rev", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?z))", generated_detail::prov19, {generated_detail::nodes + 167, 3}, {generated_detail::nodes + 170, 3}, {generated_detail::outs + 64, 1}, {generated_detail::outs + 65, 1}, 3, 0},
+    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))
+    {"concat-concat-matmul-to-concat-concat-matmul-57bbe6c631", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))", generated_detail::prov20, {generated_detail::nodes + 173, 3}, {generated_detail::nodes + 176, 3}, {generated_detail::outs + 66, 1}, {generated_detail::outs + 67, 1}, 2, 0},
     // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?x))
-    {"concat-concat-matmul-to-concat-concat-matmul-dd5b3c6857", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?x))", generated_detail::prov21, {generated_detail::nodes + 191, 3}, {generated_detail::nodes + 194, 3}, {generated_detail::outs + 72, 1}, {generated_detail::outs + 73, 1}, 2, 0},
+    {"concat-concat-matmul-to-concat-concat-matmul-b8c6f17f49", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?x))", generated_detail::prov21, {generated_detail::nodes + 179, 3}, {generated_detail::nodes + 182, 3}, {generated_detail::outs + 68, 1}, {generated_detail::outs + 69, 1}, 2, 0},
+    // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))
+    {"concat-concat-matmul-to-concat-concat-matmul-c085691a1d", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))", generated_detail::prov19, {generated_detail::nodes + 185, 3}, {generated_detail::nodes + 188, 3}, {generated_detail::outs + 70, 1}, {generated_detail::outs + 71, 1}, 3, 0},
+    // (matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))
+    {"concat-concat-matmul-to-concat-concat-matmul-c085691a1d-rev", "(matmul{act=1} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=1} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))", generated_detail::prov19, {generated_detail::nodes + 191, 3}, {generated_detail::nodes + 194, 3}, {generated_detail::outs + 72, 1}, {generated_detail::outs + 73, 1}, 3, 0},
     // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))
-    {"concat-concat-matmul-to-concat-concat-matmul-f0b225cf03", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))", generated_detail::prov22, {generated_detail::nodes + 197, 3}, {generated_detail::nodes + 200, 3}, {generated_detail::outs + 74, 1}, {generated_detail::outs + 75, 1}, 3, 0},
+    {"concat-concat-matmul-to-concat-concat-matmul-e2c0b3b545", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?x ?z)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?z ?x))", generated_detail::prov22, {generated_detail::nodes + 197, 3}, {generated_detail::nodes + 200, 3}, {generated_detail::outs + 74, 1}, {generated_detail::outs + 75, 1}, 3, 0},
     // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))
-    {"concat-concat-matmul-to-concat-concat-matmul-f0b225cf03-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))", generated_detail::prov22, {generated_detail::nodes + 203, 3}, {generated_detail::nodes + 206, 3}, {generated_detail::outs + 76, 1}, {generated_detail::outs + 77, 1}, 3, 0},
-    // (concat{axis=0} (concat{axis=0} ?x ?y) ?x) => (concat{axis=0} ?x (concat{axis=0} ?y ?x))
-    {"concat-concat-to-concat-concat-6c8617b167", "(concat{axis=0} (concat{axis=0} ?x ?y) ?x) => (concat{axis=0} ?x (concat{axis=0} ?y ?x))", generated_detail::prov23, {generated_detail::nodes + 209, 2}, {generated_detail::nodes + 211, 2}, {generated_detail::outs + 78, 1}, {generated_detail::outs + 79, 1}, 2, 0},
-    // (concat{axis=0} ?x (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?x)
-    {"concat-concat-to-concat-concat-6c8617b167-rev", "(concat{axis=0} ?x (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?x)", generated_detail::prov23, {generated_detail::nodes + 213, 2}, {generated_detail::nodes + 215, 2}, {generated_detail::outs + 80, 1}, {generated_detail::outs + 81, 1}, 2, 0},
+    {"concat-concat-matmul-to-concat-concat-matmul-e2c0b3b545-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?y)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?y ?z))", generated_detail::prov22, {generated_detail::nodes + 203, 3}, {generated_detail::nodes + 206, 3}, {generated_detail::outs + 76, 1}, {generated_detail::outs + 77, 1}, 3, 0},
     // (concat{axis=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} ?x (concat{axis=0} ?y ?z))
-    {"concat-concat-to-concat-concat-8af9fd405f", "(concat{axis=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} ?x (concat{axis=0} ?y ?z))", generated_detail::prov24, {generated_detail::nodes + 217, 2}, {generated_detail::nodes + 219, 2}, {generated_detail::outs + 82, 1}, {generated_detail::outs + 83, 1}, 3, 0},
+    {"concat-concat-to-concat-concat-78db9a50e1", "(concat{axis=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} ?x (concat{axis=0} ?y ?z))", generated_detail::prov23, {generated_detail::nodes + 209, 2}, {generated_detail::nodes + 211, 2}, {generated_detail::outs + 78, 1}, {generated_detail::outs + 79, 1}, 3, 0},
     // (concat{axis=0} ?x (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?z)
-    {"concat-concat-to-concat-concat-8af9fd405f-rev", "(concat{axis=0} ?x (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?z)", generated_detail::prov24, {generated_detail::nodes + 221, 2}, {generated_detail::nodes + 223, 2}, {generated_detail::outs + 84, 1}, {generated_detail::outs + 85, 1}, 3, 0},
+    {"concat-concat-to-concat-concat-78db9a50e1-rev", "(concat{axis=0} ?x (concat{axis=0} ?y ?z)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?z)", generated_detail::prov23, {generated_detail::nodes + 213, 2}, {generated_detail::nodes + 215, 2}, {generated_detail::outs + 80, 1}, {generated_detail::outs + 81, 1}, 3, 0},
     // (concat{axis=1} (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} ?x (concat{axis=1} ?y ?z))
-    {"concat-concat-to-concat-concat-f0d2a0d3eb", "(concat{axis=1} (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} ?x (concat{axis=1} ?y ?z))", generated_detail::prov24, {generated_detail::nodes + 225, 2}, {generated_detail::nodes + 227, 2}, {generated_detail::outs + 86, 1}, {generated_detail::outs + 87, 1}, 3, 0},
+    {"concat-concat-to-concat-concat-7916e08d35", "(concat{axis=1} (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} ?x (concat{axis=1} ?y ?z))", generated_detail::prov23, {generated_detail::nodes + 217, 2}, {generated_detail::nodes + 219, 2}, {generated_detail::outs + 82, 1}, {generated_detail::outs + 83, 1}, 3, 0},
     // (concat{axis=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=1} ?x ?y) ?z)
-    {"concat-concat-to-concat-concat-f0d2a0d3eb-rev", "(concat{axis=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=1} ?x ?y) ?z)", generated_detail::prov24, {generated_detail::nodes + 229, 2}, {generated_detail::nodes + 231, 2}, {generated_detail::outs + 88, 1}, {generated_detail::outs + 89, 1}, 3, 0},
-    // (tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))
-    {"concat-conv2d-split-to-conv2d-conv2d-1cc5df4a7c", "(tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov25, {generated_detail::nodes + 233, 3}, {generated_detail::nodes + 236, 2}, {generated_detail::outs + 90, 2}, {generated_detail::outs + 92, 2}, 3, 5},
+    {"concat-concat-to-concat-concat-7916e08d35-rev", "(concat{axis=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (concat{axis=1} ?x ?y) ?z)", generated_detail::prov23, {generated_detail::nodes + 221, 2}, {generated_detail::nodes + 223, 2}, {generated_detail::outs + 84, 1}, {generated_detail::outs + 85, 1}, 3, 0},
+    // (concat{axis=0} (concat{axis=0} ?x ?y) ?x) => (concat{axis=0} ?x (concat{axis=0} ?y ?x))
+    {"concat-concat-to-concat-concat-df5cb3c619", "(concat{axis=0} (concat{axis=0} ?x ?y) ?x) => (concat{axis=0} ?x (concat{axis=0} ?y ?x))", generated_detail::prov24, {generated_detail::nodes + 225, 2}, {generated_detail::nodes + 227, 2}, {generated_detail::outs + 86, 1}, {generated_detail::outs + 87, 1}, 2, 0},
+    // (concat{axis=0} ?x (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?x)
+    {"concat-concat-to-concat-concat-df5cb3c619-rev", "(concat{axis=0} ?x (concat{axis=0} ?y ?x)) => (concat{axis=0} (concat{axis=0} ?x ?y) ?x)", generated_detail::prov24, {generated_detail::nodes + 229, 2}, {generated_detail::nodes + 231, 2}, {generated_detail::outs + 88, 1}, {generated_detail::outs + 89, 1}, 2, 0},
     // (tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))
-    {"concat-conv2d-split-to-conv2d-conv2d-5709488e98", "(tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov26, {generated_detail::nodes + 238, 3}, {generated_detail::nodes + 241, 2}, {generated_detail::outs + 94, 2}, {generated_detail::outs + 96, 2}, 3, 5},
+    {"concat-conv2d-split-to-conv2d-conv2d-8dc140f5d2", "(tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov25, {generated_detail::nodes + 233, 3}, {generated_detail::nodes + 236, 2}, {generated_detail::outs + 90, 2}, {generated_detail::outs + 92, 2}, 3, 5},
     // (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))) (split.1{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))))
-    {"concat-conv2d-split-to-conv2d-conv2d-5709488e98-rev", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))) (split.1{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))))", generated_detail::prov26, {generated_detail::nodes + 243, 2}, {generated_detail::nodes + 245, 3}, {generated_detail::outs + 98, 2}, {generated_detail::outs + 100, 2}, 3, 5},
+    {"concat-conv2d-split-to-conv2d-conv2d-8dc140f5d2-rev", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))) (split.1{axis=1,at=dim(?y,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))))", generated_detail::prov25, {generated_detail::nodes + 238, 2}, {generated_detail::nodes + 240, 3}, {generated_detail::outs + 94, 2}, {generated_detail::outs + 96, 2}, 3, 5},
+    // (tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))
+    {"concat-conv2d-split-to-conv2d-conv2d-b51f020906", "(tuple (split.0{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z))) (split.1{axis=1,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y (concat{axis=0} ?x ?z)))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?x) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov26, {generated_detail::nodes + 243, 3}, {generated_detail::nodes + 246, 2}, {generated_detail::outs + 98, 2}, {generated_detail::outs + 100, 2}, 3, 5},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))
-    {"concat-conv2d-split-to-conv2d-conv2d-aa87d3a734", "(tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov27, {generated_detail::nodes + 248, 3}, {generated_detail::nodes + 251, 2}, {generated_detail::outs + 102, 2}, {generated_detail::outs + 104, 2}, 3, 5},
+    {"concat-conv2d-split-to-conv2d-conv2d-cc70beba2a", "(tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z))) => (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov27, {generated_detail::nodes + 248, 3}, {generated_detail::nodes + 251, 2}, {generated_detail::outs + 102, 2}, {generated_detail::outs + 104, 2}, 3, 5},
     // (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)))
-    {"concat-conv2d-split-to-conv2d-conv2d-aa87d3a734-rev", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)))", generated_detail::prov27, {generated_detail::nodes + 253, 2}, {generated_detail::nodes + 255, 3}, {generated_detail::outs + 106, 2}, {generated_detail::outs + 108, 2}, 3, 5},
+    {"concat-conv2d-split-to-conv2d-conv2d-cc70beba2a-rev", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)))", generated_detail::prov27, {generated_detail::nodes + 253, 2}, {generated_detail::nodes + 255, 3}, {generated_detail::outs + 106, 2}, {generated_detail::outs + 108, 2}, 3, 5},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))
-    {"concat-matmul-split-to-matmul-matmul-4b4bb1e22a", "(tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))", generated_detail::prov28, {generated_detail::nodes + 258, 3}, {generated_detail::nodes + 261, 2}, {generated_detail::outs + 110, 2}, {generated_detail::outs + 112, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-107fdbe100", "(tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))", generated_detail::prov28, {generated_detail::nodes + 258, 3}, {generated_detail::nodes + 261, 2}, {generated_detail::outs + 110, 2}, {generated_detail::outs + 112, 2}, 3, 0},
     // (tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)))
-    {"concat-matmul-split-to-matmul-matmul-4b4bb1e22a-rev", "(tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)))", generated_detail::prov28, {generated_detail::nodes + 263, 2}, {generated_detail::nodes + 265, 3}, {generated_detail::outs + 114, 2}, {generated_detail::outs + 116, 2}, 3, 0},
-    // (tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=1} ?y ?x) (matmul{act=1} ?y ?z))
-    {"concat-matmul-split-to-matmul-matmul-510cc1dfbe", "(tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=1} ?y ?x) (matmul{act=1} ?y ?z))", generated_detail::prov29, {generated_detail::nodes + 268, 3}, {generated_detail::nodes + 271, 2}, {generated_detail::outs + 118, 2}, {generated_detail::outs + 120, 2}, 3, 0},
-    // (tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))) (split.1{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))))
-    {"concat-matmul-split-to-matmul-matmul-510cc1dfbe-rev", "(tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))) (split.1{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))))", generated_detail::prov29, {generated_detail::nodes + 273, 2}, {generated_detail::nodes + 275, 3}, {generated_detail::outs + 122, 2}, {generated_detail::outs + 124, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-107fdbe100-rev", "(tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=1} (concat{axis=0} ?x ?z) ?y)))", generated_detail::prov28, {generated_detail::nodes + 263, 2}, {generated_detail::nodes + 265, 3}, {generated_detail::outs + 114, 2}, {generated_detail::outs + 116, 2}, 3, 0},
     // (tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=0} ?y ?x) (matmul{act=0} ?y ?z))
-    {"concat-matmul-split-to-matmul-matmul-6334e49226", "(tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=0} ?y ?x) (matmul{act=0} ?y ?z))", generated_detail::prov30, {generated_detail::nodes + 278, 3}, {generated_detail::nodes + 281, 2}, {generated_detail::outs + 126, 2}, {generated_detail::outs + 128, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-1e492f4ef8", "(tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=0} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=0} ?y ?x) (matmul{act=0} ?y ?z))", generated_detail::prov29, {generated_detail::nodes + 268, 3}, {generated_detail::nodes + 271, 2}, {generated_detail::outs + 118, 2}, {generated_detail::outs + 120, 2}, 3, 0},
     // (tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))) (split.0{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))))
-    {"concat-matmul-split-to-matmul-matmul-6334e49226-rev", "(tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))) (split.0{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))))", generated_detail::prov30, {generated_detail::nodes + 283, 2}, {generated_detail::nodes + 285, 3}, {generated_detail::outs + 130, 2}, {generated_detail::outs + 132, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-1e492f4ef8-rev", "(tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))) (split.0{axis=1,at=dim(?z,1)} (matmul{act=0} ?x (concat{axis=1} ?z ?y))))", generated_detail::prov29, {generated_detail::nodes + 273, 2}, {generated_detail::nodes + 275, 3}, {generated_detail::outs + 122, 2}, {generated_detail::outs + 124, 2}, 3, 0},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))
-    {"concat-matmul-split-to-matmul-matmul-ce80c03f84", "(tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))", generated_detail::prov31, {generated_detail::nodes + 288, 3}, {generated_detail::nodes + 291, 2}, {generated_detail::outs + 134, 2}, {generated_detail::outs + 136, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-2899875292", "(tuple (split.0{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (matmul{act=0} (concat{axis=0} ?x ?y) ?z))) => (tuple (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))", generated_detail::prov30, {generated_detail::nodes + 278, 3}, {generated_detail::nodes + 281, 2}, {generated_detail::outs + 126, 2}, {generated_detail::outs + 128, 2}, 3, 0},
     // (tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)))
-    {"concat-matmul-split-to-matmul-matmul-ce80c03f84-rev", "(tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)))", generated_detail::prov31, {generated_detail::nodes + 293, 2}, {generated_detail::nodes + 295, 3}, {generated_detail::outs + 138, 2}, {generated_detail::outs + 140, 2}, 3, 0},
+    {"concat-matmul-split-to-matmul-matmul-2899875292-rev", "(tuple (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (matmul{act=0} (concat{axis=0} ?z ?x) ?y)))", generated_detail::prov30, {generated_detail::nodes + 283, 2}, {generated_detail::nodes + 285, 3}, {generated_detail::outs + 130, 2}, {generated_detail::outs + 132, 2}, 3, 0},
+    // (tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=1} ?y ?x) (matmul{act=1} ?y ?z))
+    {"concat-matmul-split-to-matmul-matmul-7c2daeceb0", "(tuple (split.0{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z))) (split.1{axis=1,at=dim(?x,1)} (matmul{act=1} ?y (concat{axis=1} ?x ?z)))) => (tuple (matmul{act=1} ?y ?x) (matmul{act=1} ?y ?z))", generated_detail::prov31, {generated_detail::nodes + 288, 3}, {generated_detail::nodes + 291, 2}, {generated_detail::outs + 134, 2}, {generated_detail::outs + 136, 2}, 3, 0},
+    // (tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))) (split.1{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))))
+    {"concat-matmul-split-to-matmul-matmul-7c2daeceb0-rev", "(tuple (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (tuple (split.0{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))) (split.1{axis=1,at=dim(?y,1)} (matmul{act=1} ?x (concat{axis=1} ?y ?z))))", generated_detail::prov31, {generated_detail::nodes + 293, 2}, {generated_detail::nodes + 295, 3}, {generated_detail::outs + 138, 2}, {generated_detail::outs + 140, 2}, 3, 0},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"concat-maxpool-split-to-maxpool-maxpool-82ca81e9d7", "(tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov32, {generated_detail::nodes + 298, 3}, {generated_detail::nodes + 301, 2}, {generated_detail::outs + 142, 2}, {generated_detail::outs + 144, 2}, 2, 3},
+    {"concat-maxpool-split-to-maxpool-maxpool-4e12455db5", "(tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov32, {generated_detail::nodes + 298, 3}, {generated_detail::nodes + 301, 2}, {generated_detail::outs + 142, 2}, {generated_detail::outs + 144, 2}, 2, 3},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
-    {"concat-maxpool-split-to-maxpool-maxpool-918201d955", "(tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov33, {generated_detail::nodes + 303, 3}, {generated_detail::nodes + 306, 2}, {generated_detail::outs + 146, 2}, {generated_detail::outs + 148, 2}, 2, 3},
+    {"concat-maxpool-split-to-maxpool-maxpool-9cc826059b", "(tuple (split.0{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))) (split.1{axis=0,at=dim(?x,0)} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)))) => (tuple (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov33, {generated_detail::nodes + 303, 3}, {generated_detail::nodes + 306, 2}, {generated_detail::outs + 146, 2}, {generated_detail::outs + 148, 2}, 2, 3},
     // (tuple (split.0{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y))) (split.1{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y)))) => (tuple (relu ?x) (relu ?y))
-    {"concat-relu-split-to-relu-relu-56bcb29f8f", "(tuple (split.0{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y))) (split.1{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y)))) => (tuple (relu ?x) (relu ?y))", generated_detail::prov34, {generated_detail::nodes + 308, 3}, {generated_detail::nodes + 311, 2}, {generated_detail::outs + 150, 2}, {generated_detail::outs + 152, 2}, 2, 0},
+    {"concat-relu-split-to-relu-relu-3ef64b76c1", "(tuple (split.0{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y))) (split.1{axis=1,at=dim(?x,1)} (relu (concat{axis=1} ?x ?y)))) => (tuple (relu ?x) (relu ?y))", generated_detail::prov34, {generated_detail::nodes + 308, 3}, {generated_detail::nodes + 311, 2}, {generated_detail::outs + 150, 2}, {generated_detail::outs + 152, 2}, 2, 0},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))
-    {"concat-smul-split-to-smul-smul-35ec7b3250", "(tuple (split.0{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))", generated_detail::prov35, {generated_detail::nodes + 313, 3}, {generated_detail::nodes + 316, 2}, {generated_detail::outs + 154, 2}, {generated_detail::outs + 156, 2}, 3, 0},
+    {"concat-smul-split-to-smul-smul-5a4eac72e6", "(tuple (split.0{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z)) (split.1{axis=0,at=dim(?x,0)} (smul (concat{axis=0} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))", generated_detail::prov35, {generated_detail::nodes + 313, 3}, {generated_detail::nodes + 316, 2}, {generated_detail::outs + 154, 2}, {generated_detail::outs + 156, 2}, 3, 0},
     // (tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)))
-    {"concat-smul-split-to-smul-smul-35ec7b3250-rev", "(tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)))", generated_detail::prov35, {generated_detail::nodes + 318, 2}, {generated_detail::nodes + 320, 3}, {generated_detail::outs + 158, 2}, {generated_detail::outs + 160, 2}, 3, 0},
+    {"concat-smul-split-to-smul-smul-5a4eac72e6-rev", "(tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.1{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)) (split.0{axis=0,at=dim(?z,0)} (smul (concat{axis=0} ?z ?x) ?y)))", generated_detail::prov35, {generated_detail::nodes + 318, 2}, {generated_detail::nodes + 320, 3}, {generated_detail::outs + 158, 2}, {generated_detail::outs + 160, 2}, 3, 0},
     // (tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))
-    {"concat-smul-split-to-smul-smul-65ace7eccc", "(tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))", generated_detail::prov35, {generated_detail::nodes + 323, 3}, {generated_detail::nodes + 326, 2}, {generated_detail::outs + 162, 2}, {generated_detail::outs + 164, 2}, 3, 0},
+    {"concat-smul-split-to-smul-smul-94ffe028e2", "(tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?y) ?z))) => (tuple (smul ?x ?z) (smul ?y ?z))", generated_detail::prov35, {generated_detail::nodes + 323, 3}, {generated_detail::nodes + 326, 2}, {generated_detail::outs + 162, 2}, {generated_detail::outs + 164, 2}, 3, 0},
     // (tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)))
-    {"concat-smul-split-to-smul-smul-65ace7eccc-rev", "(tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)))", generated_detail::prov35, {generated_detail::nodes + 328, 2}, {generated_detail::nodes + 330, 3}, {generated_detail::outs + 166, 2}, {generated_detail::outs + 168, 2}, 3, 0},
+    {"concat-smul-split-to-smul-smul-94ffe028e2-rev", "(tuple (smul ?x ?y) (smul ?z ?y)) => (tuple (split.0{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)) (split.1{axis=1,at=dim(?x,1)} (smul (concat{axis=1} ?x ?z) ?y)))", generated_detail::prov35, {generated_detail::nodes + 328, 2}, {generated_detail::nodes + 330, 3}, {generated_detail::outs + 166, 2}, {generated_detail::outs + 168, 2}, 3, 0},
     // (tuple (split.0{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y)) (split.1{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y))) => (tuple ?x ?y)
-    {"concat-split-to-input-14b6b80684", "(tuple (split.0{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y)) (split.1{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y))) => (tuple ?x ?y)", generated_detail::prov36, {generated_detail::nodes + 333, 2}, {}, {generated_detail::outs + 170, 2}, {generated_detail::outs + 172, 2}, 2, 0},
+    {"concat-split-to-input-5231cd8bea", "(tuple (split.0{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y)) (split.1{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y))) => (tuple ?x ?y)", generated_detail::prov36, {generated_detail::nodes + 333, 2}, {}, {generated_detail::outs + 170, 2}, {generated_detail::outs + 172, 2}, 2, 0},
     // (tuple (split.0{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y)) (split.1{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y))) => (tuple ?x ?y)
-    {"concat-split-to-input-300f7d36f4", "(tuple (split.0{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y)) (split.1{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y))) => (tuple ?x ?y)", generated_detail::prov36, {generated_detail::nodes + 335, 2}, {}, {generated_detail::outs + 174, 2}, {generated_detail::outs + 176, 2}, 2, 0},
+    {"concat-split-to-input-61c180d6ea", "(tuple (split.0{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y)) (split.1{axis=0,at=dim(?x,0)} (concat{axis=0} ?x ?y))) => (tuple ?x ?y)", generated_detail::prov36, {generated_detail::nodes + 335, 2}, {}, {generated_detail::outs + 174, 2}, {generated_detail::outs + 176, 2}, 2, 0},
     // (matmul{act=0} (concat{axis=1} ?x ?y) (transpose{perm=33554433} (concat{axis=1} ?x ?y))) => (matmul{act=0} (concat{axis=1} ?y ?x) (transpose{perm=33554433} (concat{axis=1} ?y ?x)))
-    {"concat-transpose-matmul-to-concat-transpose-matmul-8d3f357627", "(matmul{act=0} (concat{axis=1} ?x ?y) (transpose{perm=33554433} (concat{axis=1} ?x ?y))) => (matmul{act=0} (concat{axis=1} ?y ?x) (transpose{perm=33554433} (concat{axis=1} ?y ?x)))", generated_detail::prov37, {generated_detail::nodes + 337, 3}, {generated_detail::nodes + 340, 3}, {generated_detail::outs + 178, 1}, {generated_detail::outs + 179, 1}, 2, 0},
+    {"concat-transpose-matmul-to-concat-transpose-matmul-e40b201f81", "(matmul{act=0} (concat{axis=1} ?x ?y) (transpose{perm=33554433} (concat{axis=1} ?x ?y))) => (matmul{act=0} (concat{axis=1} ?y ?x) (transpose{perm=33554433} (concat{axis=1} ?y ?x)))", generated_detail::prov37, {generated_detail::nodes + 337, 3}, {generated_detail::nodes + 340, 3}, {generated_detail::outs + 178, 1}, {generated_detail::outs + 179, 1}, 2, 0},
     // (matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?x ?y)) (concat{axis=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?y ?x)) (concat{axis=0} ?y ?x))
-    {"concat-transpose-matmul-to-concat-transpose-matmul-94af52c877", "(matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?x ?y)) (concat{axis=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?y ?x)) (concat{axis=0} ?y ?x))", generated_detail::prov38, {generated_detail::nodes + 343, 3}, {generated_detail::nodes + 346, 3}, {generated_detail::outs + 180, 1}, {generated_detail::outs + 181, 1}, 2, 0},
+    {"concat-transpose-matmul-to-concat-transpose-matmul-fce582e991", "(matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?x ?y)) (concat{axis=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (concat{axis=0} ?y ?x)) (concat{axis=0} ?y ?x))", generated_detail::prov38, {generated_detail::nodes + 343, 3}, {generated_detail::nodes + 346, 3}, {generated_detail::outs + 180, 1}, {generated_detail::outs + 181, 1}, 2, 0},
     // (tuple (split.0{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y))) (split.1{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y)))) => (tuple (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y))
-    {"concat-transpose-split-to-transpose-transpose-d894b08b97", "(tuple (split.0{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y))) (split.1{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y)))) => (tuple (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y))", generated_detail::prov39, {generated_detail::nodes + 349, 3}, {generated_detail::nodes + 352, 2}, {generated_detail::outs + 182, 2}, {generated_detail::outs + 184, 2}, 2, 0},
+    {"concat-transpose-split-to-transpose-transpose-216ca884b9", "(tuple (split.0{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y))) (split.1{axis=1,at=dim(?x,0)} (transpose{perm=33554433} (concat{axis=0} ?x ?y)))) => (tuple (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y))", generated_detail::prov39, {generated_detail::nodes + 349, 3}, {generated_detail::nodes + 352, 2}, {generated_detail::outs + 182, 2}, {generated_detail::outs + 184, 2}, 2, 0},
     // (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-2bedb6c403", "(concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))", generated_detail::prov40, {generated_detail::nodes + 354, 3}, {generated_detail::nodes + 357, 2}, {generated_detail::outs + 186, 1}, {generated_detail::outs + 187, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-093aa04efd", "(concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))", generated_detail::prov40, {generated_detail::nodes + 354, 3}, {generated_detail::nodes + 357, 2}, {generated_detail::outs + 186, 1}, {generated_detail::outs + 187, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-2bedb6c403-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov41, {generated_detail::nodes + 359, 2}, {generated_detail::nodes + 361, 3}, {generated_detail::outs + 188, 1}, {generated_detail::outs + 189, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-093aa04efd-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov41, {generated_detail::nodes + 359, 2}, {generated_detail::nodes + 361, 3}, {generated_detail::outs + 188, 1}, {generated_detail::outs + 189, 1}, 3, 5},
     // (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)
-    {"conv2d-conv2d-concat-to-concat-conv2d-36c3e1ff82", "(concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov40, {generated_detail::nodes + 364, 3}, {generated_detail::nodes + 367, 2}, {generated_detail::outs + 190, 1}, {generated_detail::outs + 191, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-562c6c5b28", "(concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov40, {generated_detail::nodes + 364, 3}, {generated_detail::nodes + 367, 2}, {generated_detail::outs + 190, 1}, {generated_detail::outs + 191, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-36c3e1ff82-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov41, {generated_detail::nodes + 369, 2}, {generated_detail::nodes + 371, 3}, {generated_detail::outs + 192, 1}, {generated_detail::outs + 193, 1}, 3, 5},
-    // (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-7ced2d891b", "(concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))", generated_detail::prov42, {generated_detail::nodes + 374, 3}, {generated_detail::nodes + 377, 2}, {generated_detail::outs + 194, 1}, {generated_detail::outs + 195, 1}, 3, 5},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-7ced2d891b-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov43, {generated_detail::nodes + 379, 2}, {generated_detail::nodes + 381, 3}, {generated_detail::outs + 196, 1}, {generated_detail::outs + 197, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-562c6c5b28-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov41, {generated_detail::nodes + 369, 2}, {generated_detail::nodes + 371, 3}, {generated_detail::outs + 192, 1}, {generated_detail::outs + 193, 1}, 3, 5},
     // (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)
-    {"conv2d-conv2d-concat-to-concat-conv2d-885c6d530a", "(concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov42, {generated_detail::nodes + 384, 3}, {generated_detail::nodes + 387, 2}, {generated_detail::outs + 198, 1}, {generated_detail::outs + 199, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-a76b528218", "(concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov42, {generated_detail::nodes + 374, 3}, {generated_detail::nodes + 377, 2}, {generated_detail::outs + 194, 1}, {generated_detail::outs + 195, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))
-    {"conv2d-conv2d-concat-to-concat-conv2d-885c6d530a-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov43, {generated_detail::nodes + 389, 2}, {generated_detail::nodes + 391, 3}, {generated_detail::outs + 200, 1}, {generated_detail::outs + 201, 1}, 3, 5},
+    {"conv2d-conv2d-concat-to-concat-conv2d-a76b528218-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z))", generated_detail::prov43, {generated_detail::nodes + 379, 2}, {generated_detail::nodes + 381, 3}, {generated_detail::outs + 196, 1}, {generated_detail::outs + 197, 1}, 3, 5},
+    // (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))
+    {"conv2d-conv2d-concat-to-concat-conv2d-c9cb834bad", "(concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z))", generated_detail::prov42, {generated_detail::nodes + 384, 3}, {generated_detail::nodes + 387, 2}, {generated_detail::outs + 198, 1}, {generated_detail::outs + 199, 1}, 3, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))
+    {"conv2d-conv2d-concat-to-concat-conv2d-c9cb834bad-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?y ?z)) => (concat{axis=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov43, {generated_detail::nodes + 389, 2}, {generated_detail::nodes + 391, 3}, {generated_detail::outs + 200, 1}, {generated_detail::outs + 201, 1}, 3, 5},
     // (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?z ?x) ?y)
-    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-8f6524e69c", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?z ?x) ?y)", generated_detail::prov44, {generated_detail::nodes + 394, 3}, {generated_detail::nodes + 397, 2}, {generated_detail::outs + 202, 1}, {generated_detail::outs + 203, 1}, 3, 5},
+    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-db214c3152", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?z ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?z ?x) ?y)", generated_detail::prov44, {generated_detail::nodes + 394, 3}, {generated_detail::nodes + 397, 2}, {generated_detail::outs + 202, 1}, {generated_detail::outs + 203, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?x ?y) ?z) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))
-    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-8f6524e69c-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?x ?y) ?z) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov45, {generated_detail::nodes + 399, 2}, {generated_detail::nodes + 401, 3}, {generated_detail::outs + 204, 1}, {generated_detail::outs + 205, 1}, 3, 5},
+    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-db214c3152-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (ewadd ?x ?y) ?z) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?y ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z))", generated_detail::prov45, {generated_detail::nodes + 399, 2}, {generated_detail::nodes + 401, 3}, {generated_detail::outs + 204, 1}, {generated_detail::outs + 205, 1}, 3, 5},
     // (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?z ?y))
-    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-d3a33dbc4d", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?z ?y))", generated_detail::prov44, {generated_detail::nodes + 404, 3}, {generated_detail::nodes + 407, 2}, {generated_detail::outs + 206, 1}, {generated_detail::outs + 207, 1}, 3, 5},
+    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-e8d09c68df", "(ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?z ?y))", generated_detail::prov44, {generated_detail::nodes + 404, 3}, {generated_detail::nodes + 407, 2}, {generated_detail::outs + 206, 1}, {generated_detail::outs + 207, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?y ?z)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))
-    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-d3a33dbc4d-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?y ?z)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov44, {generated_detail::nodes + 409, 2}, {generated_detail::nodes + 411, 3}, {generated_detail::outs + 208, 1}, {generated_detail::outs + 209, 1}, 3, 5},
+    {"conv2d-conv2d-ewadd-to-ewadd-conv2d-e8d09c68df-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (ewadd ?y ?z)) => (ewadd (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov44, {generated_detail::nodes + 409, 2}, {generated_detail::nodes + 411, 3}, {generated_detail::outs + 208, 1}, {generated_detail::outs + 209, 1}, 3, 5},
     // (tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))) (split.0{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))))
-    {"conv2d-conv2d-to-concat-conv2d-split-4b21e4932b", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))) (split.0{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))))", generated_detail::prov25, {generated_detail::nodes + 414, 2}, {generated_detail::nodes + 416, 3}, {generated_detail::outs + 210, 2}, {generated_detail::outs + 212, 2}, 3, 5},
+    {"conv2d-conv2d-to-concat-conv2d-split-a39a68f795", "(tuple (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z)) => (tuple (split.1{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))) (split.0{axis=1,at=dim(?z,0)} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (concat{axis=0} ?z ?y))))", generated_detail::prov26, {generated_detail::nodes + 414, 2}, {generated_detail::nodes + 416, 3}, {generated_detail::outs + 210, 2}, {generated_detail::outs + 212, 2}, 3, 5},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)
-    {"conv2d-iconv-conv2d-to-conv2d-02c6899ad7", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)", generated_detail::prov46, {generated_detail::nodes + 419, 3}, {generated_detail::nodes + 422, 1}, {generated_detail::outs + 214, 1}, {generated_detail::outs + 215, 1}, 2, 0},
+    {"conv2d-iconv-conv2d-to-conv2d-678bb7eae1", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)", generated_detail::prov46, {generated_detail::nodes + 419, 3}, {generated_detail::nodes + 422, 1}, {generated_detail::outs + 214, 1}, {generated_detail::outs + 215, 1}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))
-    {"conv2d-iconv-conv2d-to-conv2d-02c6899ad7-rev", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))", generated_detail::prov46, {generated_detail::nodes + 423, 1}, {generated_detail::nodes + 424, 3}, {generated_detail::outs + 216, 1}, {generated_detail::outs + 217, 1}, 2, 0},
+    {"conv2d-iconv-conv2d-to-conv2d-678bb7eae1-rev", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))", generated_detail::prov46, {generated_detail::nodes + 423, 1}, {generated_detail::nodes + 424, 3}, {generated_detail::outs + 216, 1}, {generated_detail::outs + 217, 1}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)
-    {"conv2d-iconv-conv2d-to-conv2d-c0d5d1b4fd", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)", generated_detail::prov47, {generated_detail::nodes + 427, 3}, {generated_detail::nodes + 430, 1}, {generated_detail::outs + 218, 1}, {generated_detail::outs + 219, 1}, 2, 0},
+    {"conv2d-iconv-conv2d-to-conv2d-8f2171e5b7", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)})) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)", generated_detail::prov47, {generated_detail::nodes + 427, 3}, {generated_detail::nodes + 430, 1}, {generated_detail::outs + 218, 1}, {generated_detail::outs + 219, 1}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)}))
-    {"conv2d-iconv-conv2d-to-conv2d-c0d5d1b4fd-rev", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)}))", generated_detail::prov47, {generated_detail::nodes + 431, 1}, {generated_detail::nodes + 432, 3}, {generated_detail::outs + 220, 1}, {generated_detail::outs + 221, 1}, 2, 0},
+    {"conv2d-iconv-conv2d-to-conv2d-8f2171e5b7-rev", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) (iconv{co=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),ci=dim((conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y),1),k=dim(?y,2)}))", generated_detail::prov47, {generated_detail::nodes + 431, 1}, {generated_detail::nodes + 432, 3}, {generated_detail::outs + 220, 1}, {generated_detail::outs + 221, 1}, 2, 0},
     // (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))
-    {"conv2d-maxpool-to-conv2d-maxpool-e854ac2b03", "(maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov48, {generated_detail::nodes + 435, 2}, {generated_detail::nodes + 437, 2}, {generated_detail::outs + 222, 1}, {generated_detail::outs + 223, 1}, 2, 5},
+    {"conv2d-maxpool-to-conv2d-maxpool-2ee0f85d95", "(maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov48, {generated_detail::nodes + 435, 2}, {generated_detail::nodes + 437, 2}, {generated_detail::outs + 222, 1}, {generated_detail::outs + 223, 1}, 2, 5},
     // (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))
-    {"conv2d-maxpool-to-conv2d-maxpool-e854ac2b03-rev", "(maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov48, {generated_detail::nodes + 439, 2}, {generated_detail::nodes + 441, 2}, {generated_detail::outs + 224, 1}, {generated_detail::outs + 225, 1}, 2, 5},
-    // (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)
-    {"conv2d-relu-to-conv2d-3c1d506bbb", "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)", generated_detail::prov49, {generated_detail::nodes + 443, 2}, {generated_detail::nodes + 445, 1}, {generated_detail::outs + 226, 1}, {generated_detail::outs + 227, 1}, 2, 5},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))
-    {"conv2d-relu-to-conv2d-3c1d506bbb-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov49, {generated_detail::nodes + 446, 1}, {generated_detail::nodes + 447, 2}, {generated_detail::outs + 228, 1}, {generated_detail::outs + 229, 1}, 2, 5},
+    {"conv2d-maxpool-to-conv2d-maxpool-2ee0f85d95-rev", "(maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=1} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (maxpool{kh=3,kw=3,stride_h=$3,stride_w=$4,pad=$2,act=0} (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov48, {generated_detail::nodes + 439, 2}, {generated_detail::nodes + 441, 2}, {generated_detail::outs + 224, 1}, {generated_detail::outs + 225, 1}, 2, 5},
     // (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)
-    {"conv2d-relu-to-conv2d-f801194231", "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)", generated_detail::prov50, {generated_detail::nodes + 449, 2}, {generated_detail::nodes + 451, 1}, {generated_detail::outs + 230, 1}, {generated_detail::outs + 231, 1}, 2, 5},
+    {"conv2d-relu-to-conv2d-3b19bd703b", "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)", generated_detail::prov49, {generated_detail::nodes + 443, 2}, {generated_detail::nodes + 445, 1}, {generated_detail::outs + 226, 1}, {generated_detail::outs + 227, 1}, 2, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))
-    {"conv2d-relu-to-conv2d-f801194231-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov51, {generated_detail::nodes + 452, 1}, {generated_detail::nodes + 453, 2}, {generated_detail::outs + 232, 1}, {generated_detail::outs + 233, 1}, 2, 5},
+    {"conv2d-relu-to-conv2d-3b19bd703b-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov50, {generated_detail::nodes + 446, 1}, {generated_detail::nodes + 447, 2}, {generated_detail::outs + 228, 1}, {generated_detail::outs + 229, 1}, 2, 5},
+    // (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)
+    {"conv2d-relu-to-conv2d-4a76559ded", "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)", generated_detail::prov51, {generated_detail::nodes + 449, 2}, {generated_detail::nodes + 451, 1}, {generated_detail::outs + 230, 1}, {generated_detail::outs + 231, 1}, 2, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))
+    {"conv2d-relu-to-conv2d-4a76559ded-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y) => (relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y))", generated_detail::prov51, {generated_detail::nodes + 452, 1}, {generated_detail::nodes + 453, 2}, {generated_detail::outs + 232, 1}, {generated_detail::outs + 233, 1}, 2, 5},
     // (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)
-    {"cpool-conv2d-to-avgpool-088b5095ef", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)", generated_detail::prov52, {generated_detail::nodes + 455, 2}, {generated_detail::nodes + 457, 1}, {generated_detail::outs + 234, 1}, {generated_detail::outs + 235, 1}, 1, 3},
+    {"cpool-conv2d-to-avgpool-7e21170e59", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)", generated_detail::prov52, {generated_detail::nodes + 455, 2}, {generated_detail::nodes + 457, 1}, {generated_detail::outs + 234, 1}, {generated_detail::outs + 235, 1}, 1, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))
-    {"cpool-conv2d-to-avgpool-088b5095ef-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))", generated_detail::prov53, {generated_detail::nodes + 458, 1}, {generated_detail::nodes + 459, 2}, {generated_detail::outs + 236, 1}, {generated_detail::outs + 237, 1}, 1, 3},
+    {"cpool-conv2d-to-avgpool-7e21170e59-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))", generated_detail::prov53, {generated_detail::nodes + 458, 1}, {generated_detail::nodes + 459, 2}, {generated_detail::outs + 236, 1}, {generated_detail::outs + 237, 1}, 1, 3},
     // (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)
-    {"cpool-conv2d-to-avgpool-daba1e5eef", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov54, {generated_detail::nodes + 461, 2}, {generated_detail::nodes + 463, 1}, {generated_detail::outs + 238, 1}, {generated_detail::outs + 239, 1}, 1, 3},
+    {"cpool-conv2d-to-avgpool-b68a2cccc9", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3})) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov54, {generated_detail::nodes + 461, 2}, {generated_detail::nodes + 463, 1}, {generated_detail::outs + 238, 1}, {generated_detail::outs + 239, 1}, 1, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))
-    {"cpool-conv2d-to-avgpool-daba1e5eef-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))", generated_detail::prov55, {generated_detail::nodes + 464, 1}, {generated_detail::nodes + 465, 2}, {generated_detail::outs + 240, 1}, {generated_detail::outs + 241, 1}, 1, 3},
+    {"cpool-conv2d-to-avgpool-b68a2cccc9-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))", generated_detail::prov55, {generated_detail::nodes + 464, 1}, {generated_detail::nodes + 465, 2}, {generated_detail::outs + 240, 1}, {generated_detail::outs + 241, 1}, 1, 3},
     // (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)
-    {"cpool-smul-conv2d-to-avgpool-smul-2a132c29d7", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)", generated_detail::prov56, {generated_detail::nodes + 467, 3}, {generated_detail::nodes + 470, 2}, {generated_detail::outs + 242, 1}, {generated_detail::outs + 243, 1}, 2, 3},
+    {"cpool-smul-conv2d-to-avgpool-smul-f44f31a329", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)", generated_detail::prov56, {generated_detail::nodes + 467, 3}, {generated_detail::nodes + 470, 2}, {generated_detail::outs + 242, 1}, {generated_detail::outs + 243, 1}, 2, 3},
     // (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))
-    {"cpool-smul-conv2d-to-avgpool-smul-2a132c29d7-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))", generated_detail::prov56, {generated_detail::nodes + 472, 2}, {generated_detail::nodes + 474, 3}, {generated_detail::outs + 244, 1}, {generated_detail::outs + 245, 1}, 2, 3},
+    {"cpool-smul-conv2d-to-avgpool-smul-f44f31a329-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=0,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))", generated_detail::prov56, {generated_detail::nodes + 472, 2}, {generated_detail::nodes + 474, 3}, {generated_detail::outs + 244, 1}, {generated_detail::outs + 245, 1}, 2, 3},
     // (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y))
-    {"cpool-smul-conv2d-to-smul-avgpool-a3c718af8f", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y))", generated_detail::prov57, {generated_detail::nodes + 477, 3}, {generated_detail::nodes + 480, 2}, {generated_detail::outs + 246, 1}, {generated_detail::outs + 247, 1}, 2, 3},
+    {"cpool-smul-conv2d-to-smul-avgpool-ea9f1658d9", "(conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y))", generated_detail::prov57, {generated_detail::nodes + 477, 3}, {generated_detail::nodes + 480, 2}, {generated_detail::outs + 246, 1}, {generated_detail::outs + 247, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y)) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))
-    {"cpool-smul-conv2d-to-smul-avgpool-a3c718af8f-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y)) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))", generated_detail::prov57, {generated_detail::nodes + 482, 2}, {generated_detail::nodes + 484, 3}, {generated_detail::outs + 248, 1}, {generated_detail::outs + 249, 1}, 2, 3},
-    // (concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?x)) => (ewadd (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-135c75d61d", "(concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?x)) => (ewadd (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov58, {generated_detail::nodes + 487, 3}, {generated_detail::nodes + 490, 3}, {generated_detail::outs + 250, 1}, {generated_detail::outs + 251, 1}, 3, 0},
-    // (ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?x ?z) (ewadd ?y ?x))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-135c75d61d-rev", "(ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?x ?z) (ewadd ?y ?x))", generated_detail::prov58, {generated_detail::nodes + 493, 3}, {generated_detail::nodes + 496, 3}, {generated_detail::outs + 252, 1}, {generated_detail::outs + 253, 1}, 3, 0},
+    {"cpool-smul-conv2d-to-smul-avgpool-ea9f1658d9-rev", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (smul ?x ?y)) => (conv2d{stride_h=$1,stride_w=$2,pad=$0,act=1,dil_h=1,dil_w=1} ?x (smul (cpool{c=dim(?x,1),kh=3,kw=3}) ?y))", generated_detail::prov57, {generated_detail::nodes + 482, 2}, {generated_detail::nodes + 484, 3}, {generated_detail::outs + 248, 1}, {generated_detail::outs + 249, 1}, 2, 3},
     // (concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?y)) => (ewadd (concat{axis=1} ?y ?z) (concat{axis=1} ?x ?y))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-1c82bc12d1", "(concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?y)) => (ewadd (concat{axis=1} ?y ?z) (concat{axis=1} ?x ?y))", generated_detail::prov59, {generated_detail::nodes + 499, 3}, {generated_detail::nodes + 502, 3}, {generated_detail::outs + 254, 1}, {generated_detail::outs + 255, 1}, 3, 0},
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-2e46c68a8b", "(concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?y)) => (ewadd (concat{axis=1} ?y ?z) (concat{axis=1} ?x ?y))", generated_detail::prov58, {generated_detail::nodes + 487, 3}, {generated_detail::nodes + 490, 3}, {generated_detail::outs + 250, 1}, {generated_detail::outs + 251, 1}, 3, 0},
     // (ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?z ?x) (ewadd ?y ?x))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-1c82bc12d1-rev", "(ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?z ?x) (ewadd ?y ?x))", generated_detail::prov59, {generated_detail::nodes + 505, 3}, {generated_detail::nodes + 508, 3}, {generated_detail::outs + 256, 1}, {generated_detail::outs + 257, 1}, 3, 0},
-    // (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-a3abe29621", "(concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov60, {generated_detail::nodes + 511, 3}, {generated_detail::nodes + 514, 3}, {generated_detail::outs + 258, 1}, {generated_detail::outs + 259, 1}, 3, 0},
-    // (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-a3abe29621-rev", "(ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z))", generated_detail::prov60, {generated_detail::nodes + 517, 3}, {generated_detail::nodes + 520, 3}, {generated_detail::outs + 260, 1}, {generated_detail::outs + 261, 1}, 3, 0},
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-2e46c68a8b-rev", "(ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?z ?x) (ewadd ?y ?x))", generated_detail::prov58, {generated_detail::nodes + 493, 3}, {generated_detail::nodes + 496, 3}, {generated_detail::outs + 252, 1}, {generated_detail::outs + 253, 1}, 3, 0},
+    // (concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?x)) => (ewadd (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-bf406ec48f", "(concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?x)) => (ewadd (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov59, {generated_detail::nodes + 499, 3}, {generated_detail::nodes + 502, 3}, {generated_detail::outs + 254, 1}, {generated_detail::outs + 255, 1}, 3, 0},
+    // (ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?x ?z) (ewadd ?y ?x))
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-bf406ec48f-rev", "(ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewadd ?x ?z) (ewadd ?y ?x))", generated_detail::prov59, {generated_detail::nodes + 505, 3}, {generated_detail::nodes + 508, 3}, {generated_detail::outs + 256, 1}, {generated_detail::outs + 257, 1}, 3, 0},
     // (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?y ?z) (concat{axis=0} ?x ?y))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-ff89496a65", "(concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?y ?z) (concat{axis=0} ?x ?y))", generated_detail::prov61, {generated_detail::nodes + 523, 3}, {generated_detail::nodes + 526, 3}, {generated_detail::outs + 262, 1}, {generated_detail::outs + 263, 1}, 3, 0},
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-d3f2022477", "(concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?y ?z) (concat{axis=0} ?x ?y))", generated_detail::prov60, {generated_detail::nodes + 511, 3}, {generated_detail::nodes + 514, 3}, {generated_detail::outs + 258, 1}, {generated_detail::outs + 259, 1}, 3, 0},
     // (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (ewadd ?z ?x) (ewadd ?x ?y))
-    {"ewadd-ewadd-concat-to-concat-concat-ewadd-ff89496a65-rev", "(ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (ewadd ?z ?x) (ewadd ?x ?y))", generated_detail::prov61, {generated_detail::nodes + 529, 3}, {generated_detail::nodes + 532, 3}, {generated_detail::outs + 264, 1}, {generated_detail::outs + 265, 1}, 3, 0},
-    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?z ?y))
-    {"ewadd-ewadd-to-ewadd-ewadd-4c3198ffb1", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?z ?y))", generated_detail::prov62, {generated_detail::nodes + 535, 2}, {generated_detail::nodes + 537, 2}, {generated_detail::outs + 266, 1}, {generated_detail::outs + 267, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?z) ?y)
-    {"ewadd-ewadd-to-ewadd-ewadd-4c3198ffb1-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?z) ?y)", generated_detail::prov62, {generated_detail::nodes + 539, 2}, {generated_detail::nodes + 541, 2}, {generated_detail::outs + 268, 1}, {generated_detail::outs + 269, 1}, 3, 0},
-    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))
-    {"ewadd-ewadd-to-ewadd-ewadd-7bc52f0927", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))", generated_detail::prov63, {generated_detail::nodes + 543, 2}, {generated_detail::nodes + 545, 2}, {generated_detail::outs + 270, 1}, {generated_detail::outs + 271, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)
-    {"ewadd-ewadd-to-ewadd-ewadd-7bc52f0927-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)", generated_detail::prov63, {generated_detail::nodes + 547, 2}, {generated_detail::nodes + 549, 2}, {generated_detail::outs + 272, 1}, {generated_detail::outs + 273, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?z ?x))
-    {"ewadd-ewadd-to-ewadd-ewadd-7cfc8e0341", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?z ?x))", generated_detail::prov59, {generated_detail::nodes + 551, 2}, {generated_detail::nodes + 553, 2}, {generated_detail::outs + 274, 1}, {generated_detail::outs + 275, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?x ?y))
-    {"ewadd-ewadd-to-ewadd-ewadd-7cfc8e0341-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?x ?y))", generated_detail::prov59, {generated_detail::nodes + 555, 2}, {generated_detail::nodes + 557, 2}, {generated_detail::outs + 276, 1}, {generated_detail::outs + 277, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?y ?x))
-    {"ewadd-ewadd-to-ewadd-ewadd-95aceaf323", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?y ?x))", generated_detail::prov64, {generated_detail::nodes + 559, 2}, {generated_detail::nodes + 561, 2}, {generated_detail::outs + 278, 1}, {generated_detail::outs + 279, 1}, 3, 0},
-    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?x ?z))
-    {"ewadd-ewadd-to-ewadd-ewadd-dde1932ee5", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?x ?z))", generated_detail::prov65, {generated_detail::nodes + 563, 2}, {generated_detail::nodes + 565, 2}, {generated_detail::outs + 280, 1}, {generated_detail::outs + 281, 1}, 3, 0},
-    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?y ?x) ?z)
-    {"ewadd-ewadd-to-ewadd-ewadd-dde1932ee5-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?y ?x) ?z)", generated_detail::prov65, {generated_detail::nodes + 567, 2}, {generated_detail::nodes + 569, 2}, {generated_detail::outs + 282, 1}, {generated_detail::outs + 283, 1}, 3, 0},
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-d3f2022477-rev", "(ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?z ?x)) => (concat{axis=0} (ewadd ?z ?x) (ewadd ?x ?y))", generated_detail::prov60, {generated_detail::nodes + 517, 3}, {generated_detail::nodes + 520, 3}, {generated_detail::outs + 260, 1}, {generated_detail::outs + 261, 1}, 3, 0},
+    // (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-fd849c2c63", "(concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov61, {generated_detail::nodes + 523, 3}, {generated_detail::nodes + 526, 3}, {generated_detail::outs + 262, 1}, {generated_detail::outs + 263, 1}, 3, 0},
+    // (ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z))
+    {"ewadd-ewadd-concat-to-concat-concat-ewadd-fd849c2c63-rev", "(ewadd (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewadd ?x ?y) (ewadd ?y ?z))", generated_detail::prov61, {generated_detail::nodes + 529, 3}, {generated_detail::nodes + 532, 3}, {generated_detail::outs + 264, 1}, {generated_detail::outs + 265, 1}, 3, 0},
     // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?z ?x))
-    {"ewadd-ewadd-to-ewadd-ewadd-dfa33722cf", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?z ?x))", generated_detail::prov66, {generated_detail::nodes + 571, 2}, {generated_detail::nodes + 573, 2}, {generated_detail::outs + 284, 1}, {generated_detail::outs + 285, 1}, 3, 0},
+    {"ewadd-ewadd-to-ewadd-ewadd-22f64dc771", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?z ?x))", generated_detail::prov62, {generated_detail::nodes + 535, 2}, {generated_detail::nodes + 537, 2}, {generated_detail::outs + 266, 1}, {generated_detail::outs + 267, 1}, 3, 0},
     // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?z ?x) ?y)
-    {"ewadd-ewadd-to-ewadd-ewadd-dfa33722cf-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?z ?x) ?y)", generated_detail::prov66, {generated_detail::nodes + 575, 2}, {generated_detail::nodes + 577, 2}, {generated_detail::outs + 286, 1}, {generated_detail::outs + 287, 1}, 3, 0},
+    {"ewadd-ewadd-to-ewadd-ewadd-22f64dc771-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?z ?x) ?y)", generated_detail::prov62, {generated_detail::nodes + 539, 2}, {generated_detail::nodes + 541, 2}, {generated_detail::outs + 268, 1}, {generated_detail::outs + 269, 1}, 3, 0},
+    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?z ?y))
+    {"ewadd-ewadd-to-ewadd-ewadd-374d0bdb73", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?z ?y))", generated_detail::prov63, {generated_detail::nodes + 543, 2}, {generated_detail::nodes + 545, 2}, {generated_detail::outs + 270, 1}, {generated_detail::outs + 271, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?z) ?y)
+    {"ewadd-ewadd-to-ewadd-ewadd-374d0bdb73-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?z) ?y)", generated_detail::prov63, {generated_detail::nodes + 547, 2}, {generated_detail::nodes + 549, 2}, {generated_detail::outs + 272, 1}, {generated_detail::outs + 273, 1}, 3, 0},
     // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?x ?z))
-    {"ewadd-ewadd-to-ewadd-ewadd-ed3792c18f", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?x ?z))", generated_detail::prov67, {generated_detail::nodes + 579, 2}, {generated_detail::nodes + 581, 2}, {generated_detail::outs + 288, 1}, {generated_detail::outs + 289, 1}, 3, 0},
+    {"ewadd-ewadd-to-ewadd-ewadd-48c3b6db29", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?x ?z))", generated_detail::prov64, {generated_detail::nodes + 551, 2}, {generated_detail::nodes + 553, 2}, {generated_detail::outs + 274, 1}, {generated_detail::outs + 275, 1}, 3, 0},
+    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?x ?z))
+    {"ewadd-ewadd-to-ewadd-ewadd-540cee5a07", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?y (ewadd ?x ?z))", generated_detail::prov65, {generated_detail::nodes + 555, 2}, {generated_detail::nodes + 557, 2}, {generated_detail::outs + 276, 1}, {generated_detail::outs + 277, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?y ?x) ?z)
+    {"ewadd-ewadd-to-ewadd-ewadd-540cee5a07-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?y ?x) ?z)", generated_detail::prov65, {generated_detail::nodes + 559, 2}, {generated_detail::nodes + 561, 2}, {generated_detail::outs + 278, 1}, {generated_detail::outs + 279, 1}, 3, 0},
+    // (ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))
+    {"ewadd-ewadd-to-ewadd-ewadd-6b83708221", "(ewadd (ewadd ?x ?y) ?z) => (ewadd ?x (ewadd ?y ?z))", generated_detail::prov66, {generated_detail::nodes + 563, 2}, {generated_detail::nodes + 565, 2}, {generated_detail::outs + 280, 1}, {generated_detail::outs + 281, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)
+    {"ewadd-ewadd-to-ewadd-ewadd-6b83708221-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)", generated_detail::prov66, {generated_detail::nodes + 567, 2}, {generated_detail::nodes + 569, 2}, {generated_detail::outs + 282, 1}, {generated_detail::outs + 283, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?y ?x))
+    {"ewadd-ewadd-to-ewadd-ewadd-bc630896c5", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?y ?x))", generated_detail::prov67, {generated_detail::nodes + 571, 2}, {generated_detail::nodes + 573, 2}, {generated_detail::outs + 284, 1}, {generated_detail::outs + 285, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?z ?x))
+    {"ewadd-ewadd-to-ewadd-ewadd-f956b487cb", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?y (ewadd ?z ?x))", generated_detail::prov58, {generated_detail::nodes + 575, 2}, {generated_detail::nodes + 577, 2}, {generated_detail::outs + 286, 1}, {generated_detail::outs + 287, 1}, 3, 0},
+    // (ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?x ?y))
+    {"ewadd-ewadd-to-ewadd-ewadd-f956b487cb-rev", "(ewadd ?x (ewadd ?y ?z)) => (ewadd ?z (ewadd ?x ?y))", generated_detail::prov58, {generated_detail::nodes + 579, 2}, {generated_detail::nodes + 581, 2}, {generated_detail::outs + 288, 1}, {generated_detail::outs + 289, 1}, 3, 0},
     // (matmul{act=0} (ewadd ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewadd ?y ?x) ?z) ?y)
-    {"ewadd-smul-matmul-to-ewadd-smul-matmul-2ad791c3ef", "(matmul{act=0} (ewadd ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewadd ?y ?x) ?z) ?y)", generated_detail::prov68, {generated_detail::nodes + 583, 3}, {generated_detail::nodes + 586, 3}, {generated_detail::outs + 290, 1}, {generated_detail::outs + 291, 1}, 3, 0},
+    {"ewadd-smul-matmul-to-ewadd-smul-matmul-5f5f631161", "(matmul{act=0} (ewadd ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewadd ?y ?x) ?z) ?y)", generated_detail::prov68, {generated_detail::nodes + 583, 3}, {generated_detail::nodes + 586, 3}, {generated_detail::outs + 290, 1}, {generated_detail::outs + 291, 1}, 3, 0},
     // (matmul{act=0} (smul (ewadd ?x ?y) ?z) ?x) => (matmul{act=0} (ewadd ?y ?x) (smul ?x ?z))
-    {"ewadd-smul-matmul-to-ewadd-smul-matmul-2ad791c3ef-rev", "(matmul{act=0} (smul (ewadd ?x ?y) ?z) ?x) => (matmul{act=0} (ewadd ?y ?x) (smul ?x ?z))", generated_detail::prov68, {generated_detail::nodes + 589, 3}, {generated_detail::nodes + 592, 3}, {generated_detail::outs + 292, 1}, {generated_detail::outs + 293, 1}, 3, 0},
+    {"ewadd-smul-matmul-to-ewadd-smul-matmul-5f5f631161-rev", "(matmul{act=0} (smul (ewadd ?x ?y) ?z) ?x) => (matmul{act=0} (ewadd ?y ?x) (smul ?x ?z))", generated_detail::prov68, {generated_detail::nodes + 589, 3}, {generated_detail::nodes + 592, 3}, {generated_detail::outs + 292, 1}, {generated_detail::outs + 293, 1}, 3, 0},
     // (ewadd ?x ?y) => (ewadd ?y ?x)
-    {"ewadd-to-ewadd-8a0971f62b", "(ewadd ?x ?y) => (ewadd ?y ?x)", generated_detail::prov69, {generated_detail::nodes + 595, 1}, {generated_detail::nodes + 596, 1}, {generated_detail::outs + 294, 1}, {generated_detail::outs + 295, 1}, 2, 0},
-    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?z ?x)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-39ec638bf1", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?z ?x)))", generated_detail::prov70, {generated_detail::nodes + 597, 3}, {generated_detail::nodes + 600, 3}, {generated_detail::outs + 296, 1}, {generated_detail::outs + 297, 1}, 3, 0},
-    // (ewmul ?x (ewadd ?y (ewmul ?z ?y))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-39ec638bf1-rev", "(ewmul ?x (ewadd ?y (ewmul ?z ?y))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov70, {generated_detail::nodes + 603, 3}, {generated_detail::nodes + 606, 3}, {generated_detail::outs + 298, 1}, {generated_detail::outs + 299, 1}, 3, 0},
-    // (ewmul ?x (ewadd (ewmul ?y ?z) ?y)) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-64f86a7d69", "(ewmul ?x (ewadd (ewmul ?y ?z) ?y)) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov71, {generated_detail::nodes + 609, 3}, {generated_detail::nodes + 612, 3}, {generated_detail::outs + 300, 1}, {generated_detail::outs + 301, 1}, 3, 0},
-    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?x ?z) ?x))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-64f86a7d69-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?x ?z) ?x))", generated_detail::prov71, {generated_detail::nodes + 615, 3}, {generated_detail::nodes + 618, 3}, {generated_detail::outs + 302, 1}, {generated_detail::outs + 303, 1}, 3, 0},
-    // (ewmul ?x (ewadd (ewmul ?y ?z) ?z)) => (ewmul ?z (ewadd ?x (ewmul ?x ?y)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-8f4a90d75c", "(ewmul ?x (ewadd (ewmul ?y ?z) ?z)) => (ewmul ?z (ewadd ?x (ewmul ?x ?y)))", generated_detail::prov72, {generated_detail::nodes + 621, 3}, {generated_detail::nodes + 624, 3}, {generated_detail::outs + 304, 1}, {generated_detail::outs + 305, 1}, 3, 0},
-    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?z ?x) ?x))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-8f4a90d75c-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?z ?x) ?x))", generated_detail::prov72, {generated_detail::nodes + 627, 3}, {generated_detail::nodes + 630, 3}, {generated_detail::outs + 306, 1}, {generated_detail::outs + 307, 1}, 3, 0},
+    {"ewadd-to-ewadd-e09099f695", "(ewadd ?x ?y) => (ewadd ?y ?x)", generated_detail::prov69, {generated_detail::nodes + 595, 1}, {generated_detail::nodes + 596, 1}, {generated_detail::outs + 294, 1}, {generated_detail::outs + 295, 1}, 2, 0},
     // (ewmul (ewadd ?x (ewmul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (ewmul ?z ?y)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-9220b7c538", "(ewmul (ewadd ?x (ewmul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (ewmul ?z ?y)))", generated_detail::prov73, {generated_detail::nodes + 633, 3}, {generated_detail::nodes + 636, 3}, {generated_detail::outs + 308, 1}, {generated_detail::outs + 309, 1}, 3, 0},
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-3a150080ee", "(ewmul (ewadd ?x (ewmul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (ewmul ?z ?y)))", generated_detail::prov70, {generated_detail::nodes + 597, 3}, {generated_detail::nodes + 600, 3}, {generated_detail::outs + 296, 1}, {generated_detail::outs + 297, 1}, 3, 0},
     // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul (ewadd ?x (ewmul ?x ?z)) ?y)
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-9220b7c538-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul (ewadd ?x (ewmul ?x ?z)) ?y)", generated_detail::prov73, {generated_detail::nodes + 639, 3}, {generated_detail::nodes + 642, 3}, {generated_detail::outs + 310, 1}, {generated_detail::outs + 311, 1}, 3, 0},
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-3a150080ee-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul (ewadd ?x (ewmul ?x ?z)) ?y)", generated_detail::prov70, {generated_detail::nodes + 603, 3}, {generated_detail::nodes + 606, 3}, {generated_detail::outs + 298, 1}, {generated_detail::outs + 299, 1}, 3, 0},
     // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))
-    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-c1a95237cf", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov71, {generated_detail::nodes + 645, 3}, {generated_detail::nodes + 648, 3}, {generated_detail::outs + 312, 1}, {generated_detail::outs + 313, 1}, 3, 0},
-    // (concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-71ffd10c19", "(concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov59, {generated_detail::nodes + 651, 3}, {generated_detail::nodes + 654, 3}, {generated_detail::outs + 314, 1}, {generated_detail::outs + 315, 1}, 3, 0},
-    // (ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewmul ?x ?z) (ewmul ?x ?y))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-71ffd10c19-rev", "(ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewmul ?x ?z) (ewmul ?x ?y))", generated_detail::prov59, {generated_detail::nodes + 657, 3}, {generated_detail::nodes + 660, 3}, {generated_detail::outs + 316, 1}, {generated_detail::outs + 317, 1}, 3, 0},
-    // (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-9e6fc08c13", "(concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov74, {generated_detail::nodes + 663, 3}, {generated_detail::nodes + 666, 3}, {generated_detail::outs + 318, 1}, {generated_detail::outs + 319, 1}, 3, 0},
-    // (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-9e6fc08c13-rev", "(ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y))", generated_detail::prov74, {generated_detail::nodes + 669, 3}, {generated_detail::nodes + 672, 3}, {generated_detail::outs + 320, 1}, {generated_detail::outs + 321, 1}, 3, 0},
-    // (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-bba9dced2b", "(concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov75, {generated_detail::nodes + 675, 3}, {generated_detail::nodes + 678, 3}, {generated_detail::outs + 322, 1}, {generated_detail::outs + 323, 1}, 3, 0},
-    // (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-bba9dced2b-rev", "(ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z))", generated_detail::prov75, {generated_detail::nodes + 681, 3}, {generated_detail::nodes + 684, 3}, {generated_detail::outs + 324, 1}, {generated_detail::outs + 325, 1}, 3, 0},
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-a40b2c9e41", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov71, {generated_detail::nodes + 609, 3}, {generated_detail::nodes + 612, 3}, {generated_detail::outs + 300, 1}, {generated_detail::outs + 301, 1}, 3, 0},
+    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?z ?x)))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-d3f4b723cb", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd ?x (ewmul ?z ?x)))", generated_detail::prov72, {generated_detail::nodes + 615, 3}, {generated_detail::nodes + 618, 3}, {generated_detail::outs + 302, 1}, {generated_detail::outs + 303, 1}, 3, 0},
+    // (ewmul ?x (ewadd ?y (ewmul ?z ?y))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-d3f4b723cb-rev", "(ewmul ?x (ewadd ?y (ewmul ?z ?y))) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov72, {generated_detail::nodes + 621, 3}, {generated_detail::nodes + 624, 3}, {generated_detail::outs + 304, 1}, {generated_detail::outs + 305, 1}, 3, 0},
+    // (ewmul ?x (ewadd (ewmul ?y ?z) ?y)) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-def1cc53cb", "(ewmul ?x (ewadd (ewmul ?y ?z) ?y)) => (ewmul ?y (ewadd ?x (ewmul ?x ?z)))", generated_detail::prov71, {generated_detail::nodes + 627, 3}, {generated_detail::nodes + 630, 3}, {generated_detail::outs + 306, 1}, {generated_detail::outs + 307, 1}, 3, 0},
+    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?x ?z) ?x))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-def1cc53cb-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?x ?z) ?x))", generated_detail::prov71, {generated_detail::nodes + 633, 3}, {generated_detail::nodes + 636, 3}, {generated_detail::outs + 308, 1}, {generated_detail::outs + 309, 1}, 3, 0},
+    // (ewmul ?x (ewadd (ewmul ?y ?z) ?z)) => (ewmul ?z (ewadd ?x (ewmul ?x ?y)))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-f6153f800a", "(ewmul ?x (ewadd (ewmul ?y ?z) ?z)) => (ewmul ?z (ewadd ?x (ewmul ?x ?y)))", generated_detail::prov73, {generated_detail::nodes + 639, 3}, {generated_detail::nodes + 642, 3}, {generated_detail::outs + 310, 1}, {generated_detail::outs + 311, 1}, 3, 0},
+    // (ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?z ?x) ?x))
+    {"ewmul-ewadd-ewmul-to-ewmul-ewadd-ewmul-f6153f800a-rev", "(ewmul ?x (ewadd ?y (ewmul ?y ?z))) => (ewmul ?y (ewadd (ewmul ?z ?x) ?x))", generated_detail::prov73, {generated_detail::nodes + 645, 3}, {generated_detail::nodes + 648, 3}, {generated_detail::outs + 312, 1}, {generated_detail::outs + 313, 1}, 3, 0},
     // (concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?y ?x) (concat{axis=1} ?x ?z))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-cebf945f99", "(concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?y ?x) (concat{axis=1} ?x ?z))", generated_detail::prov76, {generated_detail::nodes + 687, 3}, {generated_detail::nodes + 690, 3}, {generated_detail::outs + 326, 1}, {generated_detail::outs + 327, 1}, 3, 0},
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-38145afe13", "(concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?y ?x) (concat{axis=1} ?x ?z))", generated_detail::prov74, {generated_detail::nodes + 651, 3}, {generated_detail::nodes + 654, 3}, {generated_detail::outs + 314, 1}, {generated_detail::outs + 315, 1}, 3, 0},
     // (ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (ewmul ?y ?x) (ewmul ?y ?z))
-    {"ewmul-ewmul-concat-to-concat-concat-ewmul-cebf945f99-rev", "(ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (ewmul ?y ?x) (ewmul ?y ?z))", generated_detail::prov76, {generated_detail::nodes + 693, 3}, {generated_detail::nodes + 696, 3}, {generated_detail::outs + 328, 1}, {generated_detail::outs + 329, 1}, 3, 0},
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-38145afe13-rev", "(ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z)) => (concat{axis=1} (ewmul ?y ?x) (ewmul ?y ?z))", generated_detail::prov74, {generated_detail::nodes + 657, 3}, {generated_detail::nodes + 660, 3}, {generated_detail::outs + 316, 1}, {generated_detail::outs + 317, 1}, 3, 0},
+    // (concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-a409e4ef8b", "(concat{axis=1} (ewmul ?x ?y) (ewmul ?x ?z)) => (ewmul (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))", generated_detail::prov58, {generated_detail::nodes + 663, 3}, {generated_detail::nodes + 666, 3}, {generated_detail::outs + 318, 1}, {generated_detail::outs + 319, 1}, 3, 0},
+    // (ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewmul ?x ?z) (ewmul ?x ?y))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-a409e4ef8b-rev", "(ewmul (concat{axis=1} ?x ?y) (concat{axis=1} ?z ?x)) => (concat{axis=1} (ewmul ?x ?z) (ewmul ?x ?y))", generated_detail::prov58, {generated_detail::nodes + 669, 3}, {generated_detail::nodes + 672, 3}, {generated_detail::outs + 320, 1}, {generated_detail::outs + 321, 1}, 3, 0},
+    // (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-c828fc761d", "(concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov75, {generated_detail::nodes + 675, 3}, {generated_detail::nodes + 678, 3}, {generated_detail::outs + 322, 1}, {generated_detail::outs + 323, 1}, 3, 0},
+    // (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-c828fc761d-rev", "(ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?z ?y))", generated_detail::prov75, {generated_detail::nodes + 681, 3}, {generated_detail::nodes + 684, 3}, {generated_detail::outs + 324, 1}, {generated_detail::outs + 325, 1}, 3, 0},
+    // (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-cca510954d", "(concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z)) => (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z))", generated_detail::prov76, {generated_detail::nodes + 687, 3}, {generated_detail::nodes + 690, 3}, {generated_detail::outs + 326, 1}, {generated_detail::outs + 327, 1}, 3, 0},
+    // (ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z))
+    {"ewmul-ewmul-concat-to-concat-concat-ewmul-cca510954d-rev", "(ewmul (concat{axis=0} ?x ?y) (concat{axis=0} ?y ?z)) => (concat{axis=0} (ewmul ?x ?y) (ewmul ?y ?z))", generated_detail::prov76, {generated_detail::nodes + 693, 3}, {generated_detail::nodes + 696, 3}, {generated_detail::outs + 328, 1}, {generated_detail::outs + 329, 1}, 3, 0},
     // (ewadd (ewmul ?x ?y) (ewmul ?z ?x)) => (ewmul ?x (ewadd ?y ?z))
-    {"ewmul-ewmul-ewadd-to-ewadd-ewmul-ad586aef57", "(ewadd (ewmul ?x ?y) (ewmul ?z ?x)) => (ewmul ?x (ewadd ?y ?z))", generated_detail::prov77, {generated_detail::nodes + 699, 3}, {generated_detail::nodes + 702, 2}, {generated_detail::outs + 330, 1}, {generated_detail::outs + 331, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewadd-ewmul-6cd16b2691", "(ewadd (ewmul ?x ?y) (ewmul ?z ?x)) => (ewmul ?x (ewadd ?y ?z))", generated_detail::prov77, {generated_detail::nodes + 699, 3}, {generated_detail::nodes + 702, 2}, {generated_detail::outs + 330, 1}, {generated_detail::outs + 331, 1}, 3, 0},
     // (ewmul ?x (ewadd ?y ?z)) => (ewadd (ewmul ?x ?y) (ewmul ?z ?x))
-    {"ewmul-ewmul-ewadd-to-ewadd-ewmul-ad586aef57-rev", "(ewmul ?x (ewadd ?y ?z)) => (ewadd (ewmul ?x ?y) (ewmul ?z ?x))", generated_detail::prov77, {generated_detail::nodes + 704, 2}, {generated_detail::nodes + 706, 3}, {generated_detail::outs + 332, 1}, {generated_detail::outs + 333, 1}, 3, 0},
-    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x)) => (ewmul (ewadd (ewmul ?x ?y) ?y) ?x)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-45eed69ab5", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x)) => (ewmul (ewadd (ewmul ?x ?y) ?y) ?x)", generated_detail::prov78, {generated_detail::nodes + 709, 3}, {generated_detail::nodes + 712, 3}, {generated_detail::outs + 334, 1}, {generated_detail::outs + 335, 1}, 2, 0},
-    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-45eed69ab5-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x))", generated_detail::prov78, {generated_detail::nodes + 715, 3}, {generated_detail::nodes + 718, 3}, {generated_detail::outs + 336, 1}, {generated_detail::outs + 337, 1}, 2, 0},
-    // (ewadd (ewmul ?x ?y) (ewmul ?y (ewmul ?x ?y))) => (ewmul (ewadd (ewmul ?y ?x) ?x) ?y)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-8a1ee99b9c", "(ewadd (ewmul ?x ?y) (ewmul ?y (ewmul ?x ?y))) => (ewmul (ewadd (ewmul ?y ?x) ?x) ?y)", generated_detail::prov79, {generated_detail::nodes + 721, 3}, {generated_detail::nodes + 724, 3}, {generated_detail::outs + 338, 1}, {generated_detail::outs + 339, 1}, 2, 0},
-    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?y ?x) (ewmul ?x (ewmul ?y ?x)))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-8a1ee99b9c-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?y ?x) (ewmul ?x (ewmul ?y ?x)))", generated_detail::prov79, {generated_detail::nodes + 727, 3}, {generated_detail::nodes + 730, 3}, {generated_detail::outs + 340, 1}, {generated_detail::outs + 341, 1}, 2, 0},
-    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?x (ewmul ?z ?x)) ?y)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-94e44bfc30", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?x (ewmul ?z ?x)) ?y)", generated_detail::prov80, {generated_detail::nodes + 733, 3}, {generated_detail::nodes + 736, 3}, {generated_detail::outs + 342, 1}, {generated_detail::outs + 343, 1}, 3, 0},
-    // (ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?x ?z) (ewmul (ewmul ?x ?z) ?y))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-94e44bfc30-rev", "(ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?x ?z) (ewmul (ewmul ?x ?z) ?y))", generated_detail::prov80, {generated_detail::nodes + 739, 3}, {generated_detail::nodes + 742, 3}, {generated_detail::outs + 344, 1}, {generated_detail::outs + 345, 1}, 3, 0},
-    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?z ?y) ?y) ?x)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-c4ecb4a613", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?z ?y) ?y) ?x)", generated_detail::prov81, {generated_detail::nodes + 745, 3}, {generated_detail::nodes + 748, 3}, {generated_detail::outs + 346, 1}, {generated_detail::outs + 347, 1}, 3, 0},
-    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?z) => (ewadd (ewmul ?z ?y) (ewmul (ewmul ?z ?y) ?x))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-c4ecb4a613-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?z) => (ewadd (ewmul ?z ?y) (ewmul (ewmul ?z ?y) ?x))", generated_detail::prov81, {generated_detail::nodes + 751, 3}, {generated_detail::nodes + 754, 3}, {generated_detail::outs + 348, 1}, {generated_detail::outs + 349, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewadd-ewmul-6cd16b2691-rev", "(ewmul ?x (ewadd ?y ?z)) => (ewadd (ewmul ?x ?y) (ewmul ?z ?x))", generated_detail::prov77, {generated_detail::nodes + 704, 2}, {generated_detail::nodes + 706, 3}, {generated_detail::outs + 332, 1}, {generated_detail::outs + 333, 1}, 3, 0},
     // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?y (ewmul ?z ?y)) ?x)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-e222afdcc1", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?y (ewmul ?z ?y)) ?x)", generated_detail::prov81, {generated_detail::nodes + 757, 3}, {generated_detail::nodes + 760, 3}, {generated_detail::outs + 350, 1}, {generated_detail::outs + 351, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-0978fe6e7f", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?y (ewmul ?z ?y)) ?x)", generated_detail::prov78, {generated_detail::nodes + 709, 3}, {generated_detail::nodes + 712, 3}, {generated_detail::outs + 334, 1}, {generated_detail::outs + 335, 1}, 3, 0},
     // (ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-e222afdcc1-rev", "(ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))", generated_detail::prov81, {generated_detail::nodes + 763, 3}, {generated_detail::nodes + 766, 3}, {generated_detail::outs + 352, 1}, {generated_detail::outs + 353, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-0978fe6e7f-rev", "(ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))", generated_detail::prov78, {generated_detail::nodes + 715, 3}, {generated_detail::nodes + 718, 3}, {generated_detail::outs + 336, 1}, {generated_detail::outs + 337, 1}, 3, 0},
+    // (ewadd (ewmul ?x ?y) (ewmul ?y (ewmul ?x ?y))) => (ewmul (ewadd (ewmul ?y ?x) ?x) ?y)
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-2b7c60801e", "(ewadd (ewmul ?x ?y) (ewmul ?y (ewmul ?x ?y))) => (ewmul (ewadd (ewmul ?y ?x) ?x) ?y)", generated_detail::prov79, {generated_detail::nodes + 721, 3}, {generated_detail::nodes + 724, 3}, {generated_detail::outs + 338, 1}, {generated_detail::outs + 339, 1}, 2, 0},
+    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?y ?x) (ewmul ?x (ewmul ?y ?x)))
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-2b7c60801e-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?y ?x) (ewmul ?x (ewmul ?y ?x)))", generated_detail::prov79, {generated_detail::nodes + 727, 3}, {generated_detail::nodes + 730, 3}, {generated_detail::outs + 340, 1}, {generated_detail::outs + 341, 1}, 2, 0},
+    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x)) => (ewmul (ewadd (ewmul ?x ?y) ?y) ?x)
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-3e155ecea7", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x)) => (ewmul (ewadd (ewmul ?x ?y) ?y) ?x)", generated_detail::prov80, {generated_detail::nodes + 733, 3}, {generated_detail::nodes + 736, 3}, {generated_detail::outs + 342, 1}, {generated_detail::outs + 343, 1}, 2, 0},
+    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x))
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-3e155ecea7-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?x) => (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?x))", generated_detail::prov80, {generated_detail::nodes + 739, 3}, {generated_detail::nodes + 742, 3}, {generated_detail::outs + 344, 1}, {generated_detail::outs + 345, 1}, 2, 0},
     // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?y ?z) ?y) ?x)
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-f218c593f9", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?y ?z) ?y) ?x)", generated_detail::prov82, {generated_detail::nodes + 769, 3}, {generated_detail::nodes + 772, 3}, {generated_detail::outs + 354, 1}, {generated_detail::outs + 355, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-9013e21ecf", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?y ?z) ?y) ?x)", generated_detail::prov81, {generated_detail::nodes + 745, 3}, {generated_detail::nodes + 748, 3}, {generated_detail::outs + 346, 1}, {generated_detail::outs + 347, 1}, 3, 0},
     // (ewmul (ewadd (ewmul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))
-    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-f218c593f9-rev", "(ewmul (ewadd (ewmul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))", generated_detail::prov82, {generated_detail::nodes + 775, 3}, {generated_detail::nodes + 778, 3}, {generated_detail::outs + 356, 1}, {generated_detail::outs + 357, 1}, 3, 0},
-    // (ewmul ?x (ewmul ?y (ewmul ?x ?z))) => (ewmul ?z (ewmul ?x (ewmul ?y ?x)))
-    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-76aebce74b", "(ewmul ?x (ewmul ?y (ewmul ?x ?z))) => (ewmul ?z (ewmul ?x (ewmul ?y ?x)))", generated_detail::prov83, {generated_detail::nodes + 781, 3}, {generated_detail::nodes + 784, 3}, {generated_detail::outs + 358, 1}, {generated_detail::outs + 359, 1}, 3, 0},
-    // (ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?y (ewmul ?z (ewmul ?y ?x)))
-    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-76aebce74b-rev", "(ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?y (ewmul ?z (ewmul ?y ?x)))", generated_detail::prov83, {generated_detail::nodes + 787, 3}, {generated_detail::nodes + 790, 3}, {generated_detail::outs + 360, 1}, {generated_detail::outs + 361, 1}, 3, 0},
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-9013e21ecf-rev", "(ewmul (ewadd (ewmul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (ewmul (ewmul ?z ?x) ?y))", generated_detail::prov81, {generated_detail::nodes + 751, 3}, {generated_detail::nodes + 754, 3}, {generated_detail::outs + 348, 1}, {generated_detail::outs + 349, 1}, 3, 0},
+    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?x (ewmul ?z ?x)) ?y)
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-9f8f38883e", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd ?x (ewmul ?z ?x)) ?y)", generated_detail::prov82, {generated_detail::nodes + 757, 3}, {generated_detail::nodes + 760, 3}, {generated_detail::outs + 350, 1}, {generated_detail::outs + 351, 1}, 3, 0},
+    // (ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?x ?z) (ewmul (ewmul ?x ?z) ?y))
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-9f8f38883e-rev", "(ewmul (ewadd ?x (ewmul ?y ?x)) ?z) => (ewadd (ewmul ?x ?z) (ewmul (ewmul ?x ?z) ?y))", generated_detail::prov82, {generated_detail::nodes + 763, 3}, {generated_detail::nodes + 766, 3}, {generated_detail::outs + 352, 1}, {generated_detail::outs + 353, 1}, 3, 0},
+    // (ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?z ?y) ?y) ?x)
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-c02d6c30b9", "(ewadd (ewmul ?x ?y) (ewmul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (ewmul ?z ?y) ?y) ?x)", generated_detail::prov78, {generated_detail::nodes + 769, 3}, {generated_detail::nodes + 772, 3}, {generated_detail::outs + 354, 1}, {generated_detail::outs + 355, 1}, 3, 0},
+    // (ewmul (ewadd (ewmul ?x ?y) ?y) ?z) => (ewadd (ewmul ?z ?y) (ewmul (ewmul ?z ?y) ?x))
+    {"ewmul-ewmul-ewadd-to-ewmul-ewadd-ewmul-c02d6c30b9-rev", "(ewmul (ewadd (ewmul ?x ?y) ?y) ?z) => (ewadd (ewmul ?z ?y) (ewmul (ewmul ?z ?y) ?x))", generated_detail::prov78, {generated_detail::nodes + 775, 3}, {generated_detail::nodes + 778, 3}, {generated_detail::outs + 356, 1}, {generated_detail::outs + 357, 1}, 3, 0},
     // (ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?z (ewmul ?y (ewmul ?x ?y)))
-    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-e64678f3bf", "(ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?z (ewmul ?y (ewmul ?x ?y)))", generated_detail::prov84, {generated_detail::nodes + 793, 3}, {generated_detail::nodes + 796, 3}, {generated_detail::outs + 362, 1}, {generated_detail::outs + 363, 1}, 3, 0},
+    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-9eb9e7e3a9", "(ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?z (ewmul ?y (ewmul ?x ?y)))", generated_detail::prov83, {generated_detail::nodes + 781, 3}, {generated_detail::nodes + 784, 3}, {generated_detail::outs + 358, 1}, {generated_detail::outs + 359, 1}, 3, 0},
+    // (ewmul ?x (ewmul ?y (ewmul ?x ?z))) => (ewmul ?z (ewmul ?x (ewmul ?y ?x)))
+    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-9fa19bd6c5", "(ewmul ?x (ewmul ?y (ewmul ?x ?z))) => (ewmul ?z (ewmul ?x (ewmul ?y ?x)))", generated_detail::prov84, {generated_detail::nodes + 787, 3}, {generated_detail::nodes + 790, 3}, {generated_detail::outs + 360, 1}, {generated_detail::outs + 361, 1}, 3, 0},
+    // (ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?y (ewmul ?z (ewmul ?y ?x)))
+    {"ewmul-ewmul-ewmul-to-ewmul-ewmul-ewmul-9fa19bd6c5-rev", "(ewmul ?x (ewmul ?y (ewmul ?z ?y))) => (ewmul ?y (ewmul ?z (ewmul ?y ?x)))", generated_detail::prov84, {generated_detail::nodes + 793, 3}, {generated_detail::nodes + 796, 3}, {generated_detail::outs + 362, 1}, {generated_detail::outs + 363, 1}, 3, 0},
     // (ewmul (ewmul ?x ?y) ?z) => (ewmul (ewmul ?x ?z) ?y)
-    {"ewmul-ewmul-to-ewmul-ewmul-008b7cbfaf", "(ewmul (ewmul ?x ?y) ?z) => (ewmul (ewmul ?x ?z) ?y)", generated_detail::prov85, {generated_detail::nodes + 799, 2}, {generated_detail::nodes + 801, 2}, {generated_detail::outs + 364, 1}, {generated_detail::outs + 365, 1}, 3, 0},
+    {"ewmul-ewmul-to-ewmul-ewmul-0ce4b93aa9", "(ewmul (ewmul ?x ?y) ?z) => (ewmul (ewmul ?x ?z) ?y)", generated_detail::prov85, {generated_detail::nodes + 799, 2}, {generated_detail::nodes + 801, 2}, {generated_detail::outs + 364, 1}, {generated_detail::outs + 365, 1}, 3, 0},
     // (ewmul (ewmul ?x ?y) ?z) => (ewmul ?y (ewmul ?z ?x))
-    {"ewmul-ewmul-to-ewmul-ewmul-98b0970583", "(ewmul (ewmul ?x ?y) ?z) => (ewmul ?y (ewmul ?z ?x))", generated_detail::prov86, {generated_detail::nodes + 803, 2}, {generated_detail::nodes + 805, 2}, {generated_detail::outs + 366, 1}, {generated_detail::outs + 367, 1}, 3, 0},
+    {"ewmul-ewmul-to-ewmul-ewmul-7ba5420a3d", "(ewmul (ewmul ?x ?y) ?z) => (ewmul ?y (ewmul ?z ?x))", generated_detail::prov86, {generated_detail::nodes + 803, 2}, {generated_detail::nodes + 805, 2}, {generated_detail::outs + 366, 1}, {generated_detail::outs + 367, 1}, 3, 0},
     // (ewmul ?x (ewmul ?y ?z)) => (ewmul (ewmul ?z ?x) ?y)
-    {"ewmul-ewmul-to-ewmul-ewmul-98b0970583-rev", "(ewmul ?x (ewmul ?y ?z)) => (ewmul (ewmul ?z ?x) ?y)", generated_detail::prov86, {generated_detail::nodes + 807, 2}, {generated_detail::nodes + 809, 2}, {generated_detail::outs + 368, 1}, {generated_detail::outs + 369, 1}, 3, 0},
-    // (ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?x ?z) ?x) ?y)
-    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-a20e8b3b06", "(ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?x ?z) ?x) ?y)", generated_detail::prov87, {generated_detail::nodes + 811, 3}, {generated_detail::nodes + 814, 3}, {generated_detail::outs + 370, 1}, {generated_detail::outs + 371, 1}, 3, 0},
-    // (ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?x ?z) (smul (ewmul ?x ?z) ?y))
-    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-a20e8b3b06-rev", "(ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?x ?z) (smul (ewmul ?x ?z) ?y))", generated_detail::prov87, {generated_detail::nodes + 817, 3}, {generated_detail::nodes + 820, 3}, {generated_detail::outs + 372, 1}, {generated_detail::outs + 373, 1}, 3, 0},
+    {"ewmul-ewmul-to-ewmul-ewmul-7ba5420a3d-rev", "(ewmul ?x (ewmul ?y ?z)) => (ewmul (ewmul ?z ?x) ?y)", generated_detail::prov86, {generated_detail::nodes + 807, 2}, {generated_detail::nodes + 809, 2}, {generated_detail::outs + 368, 1}, {generated_detail::outs + 369, 1}, 3, 0},
     // (ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?y ?z) ?y) ?x)
-    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-b901b56b8b", "(ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?y ?z) ?y) ?x)", generated_detail::prov88, {generated_detail::nodes + 823, 3}, {generated_detail::nodes + 826, 3}, {generated_detail::outs + 374, 1}, {generated_detail::outs + 375, 1}, 3, 0},
+    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-4e16b38501", "(ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?y ?z) ?y) ?x)", generated_detail::prov87, {generated_detail::nodes + 811, 3}, {generated_detail::nodes + 814, 3}, {generated_detail::outs + 370, 1}, {generated_detail::outs + 371, 1}, 3, 0},
     // (ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (smul (ewmul ?z ?x) ?y))
-    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-b901b56b8b-rev", "(ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (smul (ewmul ?z ?x) ?y))", generated_detail::prov88, {generated_detail::nodes + 829, 3}, {generated_detail::nodes + 832, 3}, {generated_detail::outs + 376, 1}, {generated_detail::outs + 377, 1}, 3, 0},
-    // (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewmul ?y ?x) ?z) ?y)
-    {"ewmul-smul-matmul-to-ewmul-smul-matmul-5fcd574f13", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewmul ?y ?x) ?z) ?y)", generated_detail::prov89, {generated_detail::nodes + 835, 3}, {generated_detail::nodes + 838, 3}, {generated_detail::outs + 378, 1}, {generated_detail::outs + 379, 1}, 3, 0},
-    // (matmul{act=0} (smul (ewmul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?y ?x) (smul ?x ?z))
-    {"ewmul-smul-matmul-to-ewmul-smul-matmul-5fcd574f13-rev", "(matmul{act=0} (smul (ewmul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?y ?x) (smul ?x ?z))", generated_detail::prov89, {generated_detail::nodes + 841, 3}, {generated_detail::nodes + 844, 3}, {generated_detail::outs + 380, 1}, {generated_detail::outs + 381, 1}, 3, 0},
+    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-4e16b38501-rev", "(ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?z ?x) (smul (ewmul ?z ?x) ?y))", generated_detail::prov87, {generated_detail::nodes + 817, 3}, {generated_detail::nodes + 820, 3}, {generated_detail::outs + 372, 1}, {generated_detail::outs + 373, 1}, 3, 0},
+    // (ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?x ?z) ?x) ?y)
+    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-f6378bb894", "(ewadd (ewmul ?x ?y) (smul (ewmul ?x ?y) ?z)) => (ewmul (ewadd (smul ?x ?z) ?x) ?y)", generated_detail::prov88, {generated_detail::nodes + 823, 3}, {generated_detail::nodes + 826, 3}, {generated_detail::outs + 374, 1}, {generated_detail::outs + 375, 1}, 3, 0},
+    // (ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?x ?z) (smul (ewmul ?x ?z) ?y))
+    {"ewmul-smul-ewadd-to-smul-ewadd-ewmul-f6378bb894-rev", "(ewmul (ewadd (smul ?x ?y) ?x) ?z) => (ewadd (ewmul ?x ?z) (smul (ewmul ?x ?z) ?y))", generated_detail::prov88, {generated_detail::nodes + 829, 3}, {generated_detail::nodes + 832, 3}, {generated_detail::outs + 376, 1}, {generated_detail::outs + 377, 1}, 3, 0},
     // (matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (smul (ewmul ?y ?x) ?w) ?z)
-    {"ewmul-smul-matmul-to-ewmul-smul-matmul-fe08363cb1", "(matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (smul (ewmul ?y ?x) ?w) ?z)", generated_detail::prov90, {generated_detail::nodes + 847, 3}, {generated_detail::nodes + 850, 3}, {generated_detail::outs + 382, 1}, {generated_detail::outs + 383, 1}, 4, 0},
+    {"ewmul-smul-matmul-to-ewmul-smul-matmul-aa712a5c53", "(matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (smul (ewmul ?y ?x) ?w) ?z)", generated_detail::prov89, {generated_detail::nodes + 835, 3}, {generated_detail::nodes + 838, 3}, {generated_detail::outs + 378, 1}, {generated_detail::outs + 379, 1}, 4, 0},
     // (matmul{act=0} (smul (ewmul ?x ?y) ?z) ?w) => (matmul{act=0} (ewmul ?y ?x) (smul ?w ?z))
-    {"ewmul-smul-matmul-to-ewmul-smul-matmul-fe08363cb1-rev", "(matmul{act=0} (smul (ewmul ?x ?y) ?z) ?w) => (matmul{act=0} (ewmul ?y ?x) (smul ?w ?z))", generated_detail::prov90, {generated_detail::nodes + 853, 3}, {generated_detail::nodes + 856, 3}, {generated_detail::outs + 384, 1}, {generated_detail::outs + 385, 1}, 4, 0},
+    {"ewmul-smul-matmul-to-ewmul-smul-matmul-aa712a5c53-rev", "(matmul{act=0} (smul (ewmul ?x ?y) ?z) ?w) => (matmul{act=0} (ewmul ?y ?x) (smul ?w ?z))", generated_detail::prov89, {generated_detail::nodes + 841, 3}, {generated_detail::nodes + 844, 3}, {generated_detail::outs + 380, 1}, {generated_detail::outs + 381, 1}, 4, 0},
+    // (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewmul ?y ?x) ?z) ?y)
+    {"ewmul-smul-matmul-to-ewmul-smul-matmul-e4a1ec5b5d", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (smul (ewmul ?y ?x) ?z) ?y)", generated_detail::prov90, {generated_detail::nodes + 847, 3}, {generated_detail::nodes + 850, 3}, {generated_detail::outs + 382, 1}, {generated_detail::outs + 383, 1}, 3, 0},
+    // (matmul{act=0} (smul (ewmul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?y ?x) (smul ?x ?z))
+    {"ewmul-smul-matmul-to-ewmul-smul-matmul-e4a1ec5b5d-rev", "(matmul{act=0} (smul (ewmul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?y ?x) (smul ?x ?z))", generated_detail::prov90, {generated_detail::nodes + 853, 3}, {generated_detail::nodes + 856, 3}, {generated_detail::outs + 384, 1}, {generated_detail::outs + 385, 1}, 3, 0},
     // (ewmul ?x ?y) => (ewmul ?y ?x)
-    {"ewmul-to-ewmul-e1347f5723", "(ewmul ?x ?y) => (ewmul ?y ?x)", generated_detail::prov91, {generated_detail::nodes + 859, 1}, {generated_detail::nodes + 860, 1}, {generated_detail::outs + 386, 1}, {generated_detail::outs + 387, 1}, 2, 0},
-    // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x)
-    {"iconv-concat-conv2d-to-conv2d-concat-77eef02605", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x)", generated_detail::prov92, {generated_detail::nodes + 861, 3}, {generated_detail::nodes + 864, 2}, {generated_detail::outs + 388, 1}, {generated_detail::outs + 389, 1}, 2, 0},
-    // (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))
-    {"iconv-concat-conv2d-to-conv2d-concat-77eef02605-rev", "(concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov92, {generated_detail::nodes + 866, 2}, {generated_detail::nodes + 868, 3}, {generated_detail::outs + 390, 1}, {generated_detail::outs + 391, 1}, 2, 0},
+    {"ewmul-to-ewmul-46fe914ecd", "(ewmul ?x ?y) => (ewmul ?y ?x)", generated_detail::prov91, {generated_detail::nodes + 859, 1}, {generated_detail::nodes + 860, 1}, {generated_detail::outs + 386, 1}, {generated_detail::outs + 387, 1}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))
-    {"iconv-concat-conv2d-to-conv2d-concat-a42e3f1585", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov93, {generated_detail::nodes + 871, 3}, {generated_detail::nodes + 874, 2}, {generated_detail::outs + 392, 1}, {generated_detail::outs + 393, 1}, 2, 0},
+    {"iconv-concat-conv2d-to-conv2d-concat-6f9d5c3a57", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov92, {generated_detail::nodes + 861, 3}, {generated_detail::nodes + 864, 2}, {generated_detail::outs + 388, 1}, {generated_detail::outs + 389, 1}, 2, 0},
     // (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
-    {"iconv-concat-conv2d-to-conv2d-concat-a42e3f1585-rev", "(concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov93, {generated_detail::nodes + 876, 2}, {generated_detail::nodes + 878, 3}, {generated_detail::outs + 394, 1}, {generated_detail::outs + 395, 1}, 2, 0},
-    // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)))
-    {"iconv-concat-conv2d-to-conv2d-concat-relu-2cc90d9fdb", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)))", generated_detail::prov94, {generated_detail::nodes + 881, 3}, {generated_detail::nodes + 884, 3}, {generated_detail::outs + 396, 1}, {generated_detail::outs + 397, 1}, 2, 0},
-    // (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y))) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
-    {"iconv-concat-conv2d-to-conv2d-concat-relu-2cc90d9fdb-rev", "(relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y))) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov94, {generated_detail::nodes + 887, 3}, {generated_detail::nodes + 890, 3}, {generated_detail::outs + 398, 1}, {generated_detail::outs + 399, 1}, 2, 0},
+    {"iconv-concat-conv2d-to-conv2d-concat-6f9d5c3a57-rev", "(concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov92, {generated_detail::nodes + 866, 2}, {generated_detail::nodes + 868, 3}, {generated_detail::outs + 390, 1}, {generated_detail::outs + 391, 1}, 2, 0},
+    // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x)
+    {"iconv-concat-conv2d-to-conv2d-concat-f163ec617f", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x)", generated_detail::prov93, {generated_detail::nodes + 871, 3}, {generated_detail::nodes + 874, 2}, {generated_detail::outs + 392, 1}, {generated_detail::outs + 393, 1}, 2, 0},
+    // (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))
+    {"iconv-concat-conv2d-to-conv2d-concat-f163ec617f-rev", "(concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y) ?x) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov93, {generated_detail::nodes + 876, 2}, {generated_detail::nodes + 878, 3}, {generated_detail::outs + 394, 1}, {generated_detail::outs + 395, 1}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x))
-    {"iconv-concat-conv2d-to-conv2d-concat-relu-3501818943", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x))", generated_detail::prov95, {generated_detail::nodes + 893, 3}, {generated_detail::nodes + 896, 3}, {generated_detail::outs + 400, 1}, {generated_detail::outs + 401, 1}, 2, 0},
+    {"iconv-concat-conv2d-to-conv2d-concat-relu-7d462d93ad", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x))", generated_detail::prov94, {generated_detail::nodes + 881, 3}, {generated_detail::nodes + 884, 3}, {generated_detail::outs + 396, 1}, {generated_detail::outs + 397, 1}, 2, 0},
     // (relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))
-    {"iconv-concat-conv2d-to-conv2d-concat-relu-3501818943-rev", "(relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov95, {generated_detail::nodes + 899, 3}, {generated_detail::nodes + 902, 3}, {generated_detail::outs + 402, 1}, {generated_detail::outs + 403, 1}, 2, 0},
+    {"iconv-concat-conv2d-to-conv2d-concat-relu-7d462d93ad-rev", "(relu (concat{axis=1} (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y) ?x)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov94, {generated_detail::nodes + 887, 3}, {generated_detail::nodes + 890, 3}, {generated_detail::outs + 398, 1}, {generated_detail::outs + 399, 1}, 2, 0},
+    // (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)))
+    {"iconv-concat-conv2d-to-conv2d-concat-relu-d5fb60582d", "(conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y)))", generated_detail::prov95, {generated_detail::nodes + 893, 3}, {generated_detail::nodes + 896, 3}, {generated_detail::outs + 400, 1}, {generated_detail::outs + 401, 1}, 2, 0},
+    // (relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y))) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
+    {"iconv-concat-conv2d-to-conv2d-concat-relu-d5fb60582d-rev", "(relu (concat{axis=1} ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x ?y))) => (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (concat{axis=0} (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov95, {generated_detail::nodes + 899, 3}, {generated_detail::nodes + 902, 3}, {generated_detail::outs + 402, 1}, {generated_detail::outs + 403, 1}, 2, 0},
     // (tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (tuple (relu ?x) (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
-    {"iconv-conv2d-ewadd-to-relu-iconv-ewadd-798f126dcf", "(tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (tuple (relu ?x) (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov96, {generated_detail::nodes + 905, 3}, {generated_detail::nodes + 908, 3}, {generated_detail::outs + 404, 2}, {generated_detail::outs + 406, 2}, 2, 0},
+    {"iconv-conv2d-ewadd-to-relu-iconv-ewadd-702cb3cb89", "(tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (tuple (relu ?x) (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov96, {generated_detail::nodes + 905, 3}, {generated_detail::nodes + 908, 3}, {generated_detail::outs + 404, 2}, {generated_detail::outs + 406, 2}, 2, 0},
     // (tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewmul (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (tuple (relu ?x) (ewmul ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))
-    {"iconv-conv2d-ewmul-to-relu-iconv-ewmul-ae2cb392bc", "(tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewmul (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (tuple (relu ?x) (ewmul ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov97, {generated_detail::nodes + 911, 3}, {generated_detail::nodes + 914, 3}, {generated_detail::outs + 408, 2}, {generated_detail::outs + 410, 2}, 2, 0},
-    // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))
-    {"iconv-ewadd-conv2d-to-conv2d-ewadd-5aabe8e9fb", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov98, {generated_detail::nodes + 917, 3}, {generated_detail::nodes + 920, 2}, {generated_detail::outs + 412, 1}, {generated_detail::outs + 413, 1}, 2, 0},
-    // (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
-    {"iconv-ewadd-conv2d-to-conv2d-ewadd-5aabe8e9fb-rev", "(ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov98, {generated_detail::nodes + 922, 2}, {generated_detail::nodes + 924, 3}, {generated_detail::outs + 414, 1}, {generated_detail::outs + 415, 1}, 2, 0},
+    {"iconv-conv2d-ewmul-to-relu-iconv-ewmul-c8992f70c6", "(tuple (conv2d{stride_h=1,stride_w=1,pad=1,act=1,dil_h=1,dil_w=1} ?x (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})) (ewmul (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (tuple (relu ?x) (ewmul ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov97, {generated_detail::nodes + 911, 3}, {generated_detail::nodes + 914, 3}, {generated_detail::outs + 408, 2}, {generated_detail::outs + 410, 2}, 2, 0},
     // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))
-    {"iconv-ewadd-conv2d-to-conv2d-ewadd-d70077f907", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov99, {generated_detail::nodes + 927, 3}, {generated_detail::nodes + 930, 2}, {generated_detail::outs + 416, 1}, {generated_detail::outs + 417, 1}, 2, 0},
+    {"iconv-ewadd-conv2d-to-conv2d-ewadd-1810b63921", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}))) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov98, {generated_detail::nodes + 917, 3}, {generated_detail::nodes + 920, 2}, {generated_detail::outs + 412, 1}, {generated_detail::outs + 413, 1}, 2, 0},
     // (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))
-    {"iconv-ewadd-conv2d-to-conv2d-ewadd-d70077f907-rev", "(ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov99, {generated_detail::nodes + 932, 2}, {generated_detail::nodes + 934, 3}, {generated_detail::outs + 418, 1}, {generated_detail::outs + 419, 1}, 2, 0},
-    // (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y) => (concat{axis=0} (matmul{act=0} ?x ?y) ?y)
-    {"imatmul-concat-matmul-to-matmul-concat-28f182421b", "(matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y) => (concat{axis=0} (matmul{act=0} ?x ?y) ?y)", generated_detail::prov100, {generated_detail::nodes + 937, 3}, {generated_detail::nodes + 940, 2}, {generated_detail::outs + 420, 1}, {generated_detail::outs + 421, 1}, 2, 0},
-    // (concat{axis=0} (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y)
-    {"imatmul-concat-matmul-to-matmul-concat-28f182421b-rev", "(concat{axis=0} (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y)", generated_detail::prov100, {generated_detail::nodes + 942, 2}, {generated_detail::nodes + 944, 3}, {generated_detail::outs + 422, 1}, {generated_detail::outs + 423, 1}, 2, 0},
-    // (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y)) => (concat{axis=1} ?x (matmul{act=0} ?x ?y))
-    {"imatmul-concat-matmul-to-matmul-concat-937b2170a9", "(matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y)) => (concat{axis=1} ?x (matmul{act=0} ?x ?y))", generated_detail::prov101, {generated_detail::nodes + 947, 3}, {generated_detail::nodes + 950, 2}, {generated_detail::outs + 424, 1}, {generated_detail::outs + 425, 1}, 2, 0},
-    // (concat{axis=1} ?x (matmul{act=0} ?x ?y)) => (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y))
-    {"imatmul-concat-matmul-to-matmul-concat-937b2170a9-rev", "(concat{axis=1} ?x (matmul{act=0} ?x ?y)) => (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y))", generated_detail::prov101, {generated_detail::nodes + 952, 2}, {generated_detail::nodes + 954, 3}, {generated_detail::outs + 426, 1}, {generated_detail::outs + 427, 1}, 2, 0},
-    // (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)}))) => (concat{axis=1} (matmul{act=0} ?x ?y) ?x)
-    {"imatmul-concat-matmul-to-matmul-concat-aa6c220501", "(matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)}))) => (concat{axis=1} (matmul{act=0} ?x ?y) ?x)", generated_detail::prov101, {generated_detail::nodes + 957, 3}, {generated_detail::nodes + 960, 2}, {generated_detail::outs + 428, 1}, {generated_detail::outs + 429, 1}, 2, 0},
-    // (concat{axis=1} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)})))
-    {"imatmul-concat-matmul-to-matmul-concat-aa6c220501-rev", "(concat{axis=1} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)})))", generated_detail::prov101, {generated_detail::nodes + 962, 2}, {generated_detail::nodes + 964, 3}, {generated_detail::outs + 430, 1}, {generated_detail::outs + 431, 1}, 2, 0},
+    {"iconv-ewadd-conv2d-to-conv2d-ewadd-1810b63921-rev", "(ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd ?y (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)})))", generated_detail::prov98, {generated_detail::nodes + 922, 2}, {generated_detail::nodes + 924, 3}, {generated_detail::outs + 414, 1}, {generated_detail::outs + 415, 1}, 2, 0},
+    // (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))
+    {"iconv-ewadd-conv2d-to-conv2d-ewadd-c2615f08e5", "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y)) => (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y))", generated_detail::prov99, {generated_detail::nodes + 927, 3}, {generated_detail::nodes + 930, 2}, {generated_detail::outs + 416, 1}, {generated_detail::outs + 417, 1}, 2, 0},
+    // (ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))
+    {"iconv-ewadd-conv2d-to-conv2d-ewadd-c2615f08e5-rev", "(ewadd ?x (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x ?y)) => (conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (ewadd (iconv{co=dim(?x,1),ci=dim(?x,1),k=dim(?y,2)}) ?y))", generated_detail::prov99, {generated_detail::nodes + 932, 2}, {generated_detail::nodes + 934, 3}, {generated_detail::outs + 418, 1}, {generated_detail::outs + 419, 1}, 2, 0},
     // (matmul{act=0} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x) ?y) => (concat{axis=0} ?y (matmul{act=0} ?x ?y))
-    {"imatmul-concat-matmul-to-matmul-concat-e1a2a8b519", "(matmul{act=0} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x) ?y) => (concat{axis=0} ?y (matmul{act=0} ?x ?y))", generated_detail::prov102, {generated_detail::nodes + 967, 3}, {generated_detail::nodes + 970, 2}, {generated_detail::outs + 432, 1}, {generated_detail::outs + 433, 1}, 2, 0},
+    {"imatmul-concat-matmul-to-matmul-concat-1c1e4cdb43", "(matmul{act=0} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x) ?y) => (concat{axis=0} ?y (matmul{act=0} ?x ?y))", generated_detail::prov100, {generated_detail::nodes + 937, 3}, {generated_detail::nodes + 940, 2}, {generated_detail::outs + 420, 1}, {generated_detail::outs + 421, 1}, 2, 0},
     // (concat{axis=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=0} (imatmul{n=dim(?y,0)}) ?y) ?x)
-    {"imatmul-concat-matmul-to-matmul-concat-e1a2a8b519-rev", "(concat{axis=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=0} (imatmul{n=dim(?y,0)}) ?y) ?x)", generated_detail::prov102, {generated_detail::nodes + 972, 2}, {generated_detail::nodes + 974, 3}, {generated_detail::outs + 434, 1}, {generated_detail::outs + 435, 1}, 2, 0},
+    {"imatmul-concat-matmul-to-matmul-concat-1c1e4cdb43-rev", "(concat{axis=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=0} (imatmul{n=dim(?y,0)}) ?y) ?x)", generated_detail::prov100, {generated_detail::nodes + 942, 2}, {generated_detail::nodes + 944, 3}, {generated_detail::outs + 422, 1}, {generated_detail::outs + 423, 1}, 2, 0},
+    // (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y)) => (concat{axis=1} ?x (matmul{act=0} ?x ?y))
+    {"imatmul-concat-matmul-to-matmul-concat-6b532ed44b", "(matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y)) => (concat{axis=1} ?x (matmul{act=0} ?x ?y))", generated_detail::prov101, {generated_detail::nodes + 947, 3}, {generated_detail::nodes + 950, 2}, {generated_detail::outs + 424, 1}, {generated_detail::outs + 425, 1}, 2, 0},
+    // (concat{axis=1} ?x (matmul{act=0} ?x ?y)) => (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y))
+    {"imatmul-concat-matmul-to-matmul-concat-6b532ed44b-rev", "(concat{axis=1} ?x (matmul{act=0} ?x ?y)) => (matmul{act=0} ?x (concat{axis=1} (imatmul{n=dim(?y,0)}) ?y))", generated_detail::prov101, {generated_detail::nodes + 952, 2}, {generated_detail::nodes + 954, 3}, {generated_detail::outs + 426, 1}, {generated_detail::outs + 427, 1}, 2, 0},
+    // (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y) => (concat{axis=0} (matmul{act=0} ?x ?y) ?y)
+    {"imatmul-concat-matmul-to-matmul-concat-82f1a3b4fd", "(matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y) => (concat{axis=0} (matmul{act=0} ?x ?y) ?y)", generated_detail::prov102, {generated_detail::nodes + 957, 3}, {generated_detail::nodes + 960, 2}, {generated_detail::outs + 428, 1}, {generated_detail::outs + 429, 1}, 2, 0},
+    // (concat{axis=0} (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y)
+    {"imatmul-concat-matmul-to-matmul-concat-82f1a3b4fd-rev", "(concat{axis=0} (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (concat{axis=0} ?x (imatmul{n=dim(?y,0)})) ?y)", generated_detail::prov102, {generated_detail::nodes + 962, 2}, {generated_detail::nodes + 964, 3}, {generated_detail::outs + 430, 1}, {generated_detail::outs + 431, 1}, 2, 0},
+    // (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)}))) => (concat{axis=1} (matmul{act=0} ?x ?y) ?x)
+    {"imatmul-concat-matmul-to-matmul-concat-d7950cdf7b", "(matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)}))) => (concat{axis=1} (matmul{act=0} ?x ?y) ?x)", generated_detail::prov101, {generated_detail::nodes + 967, 3}, {generated_detail::nodes + 970, 2}, {generated_detail::outs + 432, 1}, {generated_detail::outs + 433, 1}, 2, 0},
+    // (concat{axis=1} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)})))
+    {"imatmul-concat-matmul-to-matmul-concat-d7950cdf7b-rev", "(concat{axis=1} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (concat{axis=1} ?y (imatmul{n=dim(?y,0)})))", generated_detail::prov101, {generated_detail::nodes + 972, 2}, {generated_detail::nodes + 974, 3}, {generated_detail::outs + 434, 1}, {generated_detail::outs + 435, 1}, 2, 0},
     // (matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewadd-matmul-to-imatmul-ewadd-matmul-5d7d78f197", "(matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov103, {generated_detail::nodes + 977, 3}, {generated_detail::nodes + 980, 3}, {generated_detail::outs + 436, 1}, {generated_detail::outs + 437, 1}, 1, 0},
+    {"imatmul-ewadd-matmul-to-imatmul-ewadd-matmul-379b98e4e1", "(matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov103, {generated_detail::nodes + 977, 3}, {generated_detail::nodes + 980, 3}, {generated_detail::outs + 436, 1}, {generated_detail::outs + 437, 1}, 1, 0},
     // (matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x)
-    {"imatmul-ewadd-matmul-to-imatmul-ewadd-matmul-5d7d78f197-rev", "(matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x)", generated_detail::prov103, {generated_detail::nodes + 983, 3}, {generated_detail::nodes + 986, 3}, {generated_detail::outs + 438, 1}, {generated_detail::outs + 439, 1}, 1, 0},
-    // (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y) => (ewadd (matmul{act=0} ?x ?y) ?y)
-    {"imatmul-ewadd-matmul-to-matmul-ewadd-20982b1cbf", "(matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y) => (ewadd (matmul{act=0} ?x ?y) ?y)", generated_detail::prov104, {generated_detail::nodes + 989, 3}, {generated_detail::nodes + 992, 2}, {generated_detail::outs + 440, 1}, {generated_detail::outs + 441, 1}, 2, 0},
-    // (ewadd (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y)
-    {"imatmul-ewadd-matmul-to-matmul-ewadd-20982b1cbf-rev", "(ewadd (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y)", generated_detail::prov104, {generated_detail::nodes + 994, 2}, {generated_detail::nodes + 996, 3}, {generated_detail::outs + 442, 1}, {generated_detail::outs + 443, 1}, 2, 0},
+    {"imatmul-ewadd-matmul-to-imatmul-ewadd-matmul-379b98e4e1-rev", "(matmul{act=1} ?x (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (matmul{act=1} (ewadd ?x (imatmul{n=dim(?x,0)})) ?x)", generated_detail::prov103, {generated_detail::nodes + 983, 3}, {generated_detail::nodes + 986, 3}, {generated_detail::outs + 438, 1}, {generated_detail::outs + 439, 1}, 1, 0},
     // (matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y)) => (ewadd (matmul{act=0} ?x ?y) ?x)
-    {"imatmul-ewadd-matmul-to-matmul-ewadd-66d785833b", "(matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y)) => (ewadd (matmul{act=0} ?x ?y) ?x)", generated_detail::prov105, {generated_detail::nodes + 999, 3}, {generated_detail::nodes + 1002, 2}, {generated_detail::outs + 444, 1}, {generated_detail::outs + 445, 1}, 2, 0},
+    {"imatmul-ewadd-matmul-to-matmul-ewadd-0e3de1481d", "(matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y)) => (ewadd (matmul{act=0} ?x ?y) ?x)", generated_detail::prov104, {generated_detail::nodes + 989, 3}, {generated_detail::nodes + 992, 2}, {generated_detail::outs + 440, 1}, {generated_detail::outs + 441, 1}, 2, 0},
     // (ewadd (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y))
-    {"imatmul-ewadd-matmul-to-matmul-ewadd-66d785833b-rev", "(ewadd (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y))", generated_detail::prov105, {generated_detail::nodes + 1004, 2}, {generated_detail::nodes + 1006, 3}, {generated_detail::outs + 446, 1}, {generated_detail::outs + 447, 1}, 2, 0},
+    {"imatmul-ewadd-matmul-to-matmul-ewadd-0e3de1481d-rev", "(ewadd (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (ewadd (imatmul{n=dim(?y,0)}) ?y))", generated_detail::prov104, {generated_detail::nodes + 994, 2}, {generated_detail::nodes + 996, 3}, {generated_detail::outs + 442, 1}, {generated_detail::outs + 443, 1}, 2, 0},
+    // (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y) => (ewadd (matmul{act=0} ?x ?y) ?y)
+    {"imatmul-ewadd-matmul-to-matmul-ewadd-8319cb9ba1", "(matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y) => (ewadd (matmul{act=0} ?x ?y) ?y)", generated_detail::prov105, {generated_detail::nodes + 999, 3}, {generated_detail::nodes + 1002, 2}, {generated_detail::outs + 444, 1}, {generated_detail::outs + 445, 1}, 2, 0},
+    // (ewadd (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y)
+    {"imatmul-ewadd-matmul-to-matmul-ewadd-8319cb9ba1-rev", "(ewadd (matmul{act=0} ?x ?y) ?y) => (matmul{act=0} (ewadd (imatmul{n=dim(?x,0)}) ?x) ?y)", generated_detail::prov105, {generated_detail::nodes + 1004, 2}, {generated_detail::nodes + 1006, 3}, {generated_detail::outs + 446, 1}, {generated_detail::outs + 447, 1}, 2, 0},
     // (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-1ed0f72597", "(ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov106, {generated_detail::nodes + 1009, 3}, {generated_detail::nodes + 1012, 3}, {generated_detail::outs + 448, 1}, {generated_detail::outs + 449, 1}, 1, 0},
+    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-4e233c16e1", "(ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov106, {generated_detail::nodes + 1009, 3}, {generated_detail::nodes + 1012, 3}, {generated_detail::outs + 448, 1}, {generated_detail::outs + 449, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-1ed0f72597-rev", "(ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov106, {generated_detail::nodes + 1015, 3}, {generated_detail::nodes + 1018, 3}, {generated_detail::outs + 450, 1}, {generated_detail::outs + 451, 1}, 1, 0},
+    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-4e233c16e1-rev", "(ewmul (imatmul{n=dim(?x,0)}) (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov106, {generated_detail::nodes + 1015, 3}, {generated_detail::nodes + 1018, 3}, {generated_detail::outs + 450, 1}, {generated_detail::outs + 451, 1}, 1, 0},
     // (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-851d4661f7", "(ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov107, {generated_detail::nodes + 1021, 3}, {generated_detail::nodes + 1024, 3}, {generated_detail::outs + 452, 1}, {generated_detail::outs + 453, 1}, 1, 0},
+    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-b9ad1f64a1", "(ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov107, {generated_detail::nodes + 1021, 3}, {generated_detail::nodes + 1024, 3}, {generated_detail::outs + 452, 1}, {generated_detail::outs + 453, 1}, 1, 0},
     // (ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-851d4661f7-rev", "(ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov107, {generated_detail::nodes + 1027, 3}, {generated_detail::nodes + 1030, 3}, {generated_detail::outs + 454, 1}, {generated_detail::outs + 455, 1}, 1, 0},
+    {"imatmul-ewmul-ewadd-to-imatmul-ewadd-ewmul-b9ad1f64a1-rev", "(ewmul (ewadd (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewadd (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov107, {generated_detail::nodes + 1027, 3}, {generated_detail::nodes + 1030, 3}, {generated_detail::outs + 454, 1}, {generated_detail::outs + 455, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)
-    {"imatmul-ewmul-ewmul-to-imatmul-ewmul-cbc285754b", "(ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov108, {generated_detail::nodes + 1033, 3}, {generated_detail::nodes + 1036, 2}, {generated_detail::outs + 456, 1}, {generated_detail::outs + 457, 1}, 1, 0},
+    {"imatmul-ewmul-ewmul-to-imatmul-ewmul-ea12ddd975", "(ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov108, {generated_detail::nodes + 1033, 3}, {generated_detail::nodes + 1036, 2}, {generated_detail::outs + 456, 1}, {generated_detail::outs + 457, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewmul-ewmul-to-imatmul-ewmul-cbc285754b-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov108, {generated_detail::nodes + 1038, 2}, {generated_detail::nodes + 1040, 3}, {generated_detail::outs + 458, 1}, {generated_detail::outs + 459, 1}, 1, 0},
+    {"imatmul-ewmul-ewmul-to-imatmul-ewmul-ea12ddd975-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov108, {generated_detail::nodes + 1038, 2}, {generated_detail::nodes + 1040, 3}, {generated_detail::outs + 458, 1}, {generated_detail::outs + 459, 1}, 1, 0},
     // (transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)
-    {"imatmul-ewmul-transpose-to-imatmul-ewmul-b0bb89433f", "(transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov109, {generated_detail::nodes + 1043, 3}, {generated_detail::nodes + 1046, 2}, {generated_detail::outs + 460, 1}, {generated_detail::outs + 461, 1}, 1, 0},
+    {"imatmul-ewmul-transpose-to-imatmul-ewmul-6860f97031", "(transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov109, {generated_detail::nodes + 1043, 3}, {generated_detail::nodes + 1046, 2}, {generated_detail::outs + 460, 1}, {generated_detail::outs + 461, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) ?x) => (transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-ewmul-transpose-to-imatmul-ewmul-b0bb89433f-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov109, {generated_detail::nodes + 1048, 2}, {generated_detail::nodes + 1050, 3}, {generated_detail::outs + 462, 1}, {generated_detail::outs + 463, 1}, 1, 0},
+    {"imatmul-ewmul-transpose-to-imatmul-ewmul-6860f97031-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (transpose{perm=33554433} (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov109, {generated_detail::nodes + 1048, 2}, {generated_detail::nodes + 1050, 3}, {generated_detail::outs + 462, 1}, {generated_detail::outs + 463, 1}, 1, 0},
     // (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-1b424a2543", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov110, {generated_detail::nodes + 1053, 3}, {generated_detail::nodes + 1056, 3}, {generated_detail::outs + 464, 1}, {generated_detail::outs + 465, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-20e42a8ead", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov110, {generated_detail::nodes + 1053, 3}, {generated_detail::nodes + 1056, 3}, {generated_detail::outs + 464, 1}, {generated_detail::outs + 465, 1}, 1, 0},
     // (matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-1b424a2543-rev", "(matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov110, {generated_detail::nodes + 1059, 3}, {generated_detail::nodes + 1062, 3}, {generated_detail::outs + 466, 1}, {generated_detail::outs + 467, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-20e42a8ead-rev", "(matmul{act=1} (ewmul (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov110, {generated_detail::nodes + 1059, 3}, {generated_detail::nodes + 1062, 3}, {generated_detail::outs + 466, 1}, {generated_detail::outs + 467, 1}, 1, 0},
     // (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)})))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-66ce01bc6f", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov111, {generated_detail::nodes + 1065, 3}, {generated_detail::nodes + 1068, 3}, {generated_detail::outs + 468, 1}, {generated_detail::outs + 469, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-f7cc0c9131", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov111, {generated_detail::nodes + 1065, 3}, {generated_detail::nodes + 1068, 3}, {generated_detail::outs + 468, 1}, {generated_detail::outs + 469, 1}, 1, 0},
     // (matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)}))) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-66ce01bc6f-rev", "(matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)}))) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov111, {generated_detail::nodes + 1071, 3}, {generated_detail::nodes + 1074, 3}, {generated_detail::outs + 470, 1}, {generated_detail::outs + 471, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-matmul-f7cc0c9131-rev", "(matmul{act=1} (imatmul{n=dim(?x,0)}) (ewmul ?x (imatmul{n=dim(?x,0)}))) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov111, {generated_detail::nodes + 1071, 3}, {generated_detail::nodes + 1074, 3}, {generated_detail::outs + 470, 1}, {generated_detail::outs + 471, 1}, 1, 0},
     // (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (relu (ewmul (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-relu-39a6daba43", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (relu (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov112, {generated_detail::nodes + 1077, 3}, {generated_detail::nodes + 1080, 3}, {generated_detail::outs + 472, 1}, {generated_detail::outs + 473, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-relu-f247fe27a5", "(ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)})) => (relu (ewmul (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov112, {generated_detail::nodes + 1077, 3}, {generated_detail::nodes + 1080, 3}, {generated_detail::outs + 472, 1}, {generated_detail::outs + 473, 1}, 1, 0},
     // (relu (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-matmul-ewmul-to-imatmul-ewmul-relu-39a6daba43-rev", "(relu (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov112, {generated_detail::nodes + 1083, 3}, {generated_detail::nodes + 1086, 3}, {generated_detail::outs + 474, 1}, {generated_detail::outs + 475, 1}, 1, 0},
-    // (matmul{act=0} ?x (imatmul{n=dim(?x,1)})) => ?x
-    {"imatmul-matmul-to-input-4ccb86f771", "(matmul{act=0} ?x (imatmul{n=dim(?x,1)})) => ?x", generated_detail::prov113, {generated_detail::nodes + 1089, 2}, {}, {generated_detail::outs + 476, 1}, {generated_detail::outs + 477, 1}, 1, 0},
+    {"imatmul-matmul-ewmul-to-imatmul-ewmul-relu-f247fe27a5-rev", "(relu (ewmul (imatmul{n=dim(?x,0)}) ?x)) => (ewmul (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov112, {generated_detail::nodes + 1083, 3}, {generated_detail::nodes + 1086, 3}, {generated_detail::outs + 474, 1}, {generated_detail::outs + 475, 1}, 1, 0},
     // (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) => ?x
-    {"imatmul-matmul-to-input-f6b829abee", "(matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) => ?x", generated_detail::prov114, {generated_detail::nodes + 1091, 2}, {}, {generated_detail::outs + 478, 1}, {generated_detail::outs + 479, 1}, 1, 0},
-    // (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) => (relu ?x)
-    {"imatmul-matmul-to-relu-9ff17d5825", "(matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) => (relu ?x)", generated_detail::prov115, {generated_detail::nodes + 1093, 2}, {generated_detail::nodes + 1095, 1}, {generated_detail::outs + 480, 1}, {generated_detail::outs + 481, 1}, 1, 0},
-    // (relu ?x) => (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x)
-    {"imatmul-matmul-to-relu-9ff17d5825-rev", "(relu ?x) => (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov115, {generated_detail::nodes + 1096, 1}, {generated_detail::nodes + 1097, 2}, {generated_detail::outs + 482, 1}, {generated_detail::outs + 483, 1}, 1, 0},
+    {"imatmul-matmul-to-input-263e2d4330", "(matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) => ?x", generated_detail::prov113, {generated_detail::nodes + 1089, 2}, {}, {generated_detail::outs + 476, 1}, {generated_detail::outs + 477, 1}, 1, 0},
+    // (matmul{act=0} ?x (imatmul{n=dim(?x,1)})) => ?x
+    {"imatmul-matmul-to-input-3832b8d3e3", "(matmul{act=0} ?x (imatmul{n=dim(?x,1)})) => ?x", generated_detail::prov114, {generated_detail::nodes + 1091, 2}, {}, {generated_detail::outs + 478, 1}, {generated_detail::outs + 479, 1}, 1, 0},
     // (matmul{act=1} ?x (imatmul{n=dim(?x,1)})) => (relu ?x)
-    {"imatmul-matmul-to-relu-a435ad6c5f", "(matmul{act=1} ?x (imatmul{n=dim(?x,1)})) => (relu ?x)", generated_detail::prov116, {generated_detail::nodes + 1099, 2}, {generated_detail::nodes + 1101, 1}, {generated_detail::outs + 484, 1}, {generated_detail::outs + 485, 1}, 1, 0},
+    {"imatmul-matmul-to-relu-31c72c65a1", "(matmul{act=1} ?x (imatmul{n=dim(?x,1)})) => (relu ?x)", generated_detail::prov115, {generated_detail::nodes + 1093, 2}, {generated_detail::nodes + 1095, 1}, {generated_detail::outs + 480, 1}, {generated_detail::outs + 481, 1}, 1, 0},
     // (relu ?x) => (matmul{act=1} ?x (imatmul{n=dim(?x,1)}))
-    {"imatmul-matmul-to-relu-a435ad6c5f-rev", "(relu ?x) => (matmul{act=1} ?x (imatmul{n=dim(?x,1)}))", generated_detail::prov116, {generated_detail::nodes + 1102, 1}, {generated_detail::nodes + 1103, 2}, {generated_detail::outs + 486, 1}, {generated_detail::outs + 487, 1}, 1, 0},
+    {"imatmul-matmul-to-relu-31c72c65a1-rev", "(relu ?x) => (matmul{act=1} ?x (imatmul{n=dim(?x,1)}))", generated_detail::prov115, {generated_detail::nodes + 1096, 1}, {generated_detail::nodes + 1097, 2}, {generated_detail::outs + 482, 1}, {generated_detail::outs + 483, 1}, 1, 0},
+    // (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) => (relu ?x)
+    {"imatmul-matmul-to-relu-e76cbb5e17", "(matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) => (relu ?x)", generated_detail::prov116, {generated_detail::nodes + 1099, 2}, {generated_detail::nodes + 1101, 1}, {generated_detail::outs + 484, 1}, {generated_detail::outs + 485, 1}, 1, 0},
+    // (relu ?x) => (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x)
+    {"imatmul-matmul-to-relu-e76cbb5e17-rev", "(relu ?x) => (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov116, {generated_detail::nodes + 1102, 1}, {generated_detail::nodes + 1103, 2}, {generated_detail::outs + 486, 1}, {generated_detail::outs + 487, 1}, 1, 0},
     // (tuple (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)))
-    {"imatmul-matmul-transpose-to-imatmul-concat-split-860616d269", "(tuple (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)))", generated_detail::prov117, {generated_detail::nodes + 1105, 3}, {generated_detail::nodes + 1108, 3}, {generated_detail::outs + 488, 2}, {generated_detail::outs + 490, 2}, 1, 0},
+    {"imatmul-matmul-transpose-to-imatmul-concat-split-6d74846c83", "(tuple (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)))", generated_detail::prov117, {generated_detail::nodes + 1105, 3}, {generated_detail::nodes + 1108, 3}, {generated_detail::outs + 488, 2}, {generated_detail::outs + 490, 2}, 1, 0},
     // (tuple (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))) => (tuple (transpose{perm=33554433} (imatmul{n=dim(?x,0)})) (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-matmul-transpose-to-imatmul-concat-split-860616d269-rev", "(tuple (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))) => (tuple (transpose{perm=33554433} (imatmul{n=dim(?x,0)})) (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov117, {generated_detail::nodes + 1111, 3}, {generated_detail::nodes + 1114, 3}, {generated_detail::outs + 492, 2}, {generated_detail::outs + 494, 2}, 1, 0},
+    {"imatmul-matmul-transpose-to-imatmul-concat-split-6d74846c83-rev", "(tuple (split.0{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) (split.1{axis=1,at=dim((imatmul{n=dim(?x,0)}),1)} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))) => (tuple (transpose{perm=33554433} (imatmul{n=dim(?x,0)})) (matmul{act=0} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov117, {generated_detail::nodes + 1111, 3}, {generated_detail::nodes + 1114, 3}, {generated_detail::outs + 492, 2}, {generated_detail::outs + 494, 2}, 1, 0},
     // (tuple (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (relu ?x) (imatmul{n=dim(?x,0)}))
-    {"imatmul-matmul-transpose-to-relu-imatmul-e94208e211", "(tuple (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (relu ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov118, {generated_detail::nodes + 1117, 3}, {generated_detail::nodes + 1120, 2}, {generated_detail::outs + 496, 2}, {generated_detail::outs + 498, 2}, 1, 0},
+    {"imatmul-matmul-transpose-to-relu-imatmul-5631814193", "(tuple (matmul{act=1} (imatmul{n=dim(?x,0)}) ?x) (transpose{perm=33554433} (imatmul{n=dim(?x,0)}))) => (tuple (relu ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov118, {generated_detail::nodes + 1117, 3}, {generated_detail::nodes + 1120, 2}, {generated_detail::outs + 496, 2}, {generated_detail::outs + 498, 2}, 1, 0},
     // (matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)})))
-    {"imatmul-relu-matmul-to-imatmul-relu-matmul-69b2267c7f", "(matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)})))", generated_detail::prov119, {generated_detail::nodes + 1122, 3}, {generated_detail::nodes + 1125, 3}, {generated_detail::outs + 500, 1}, {generated_detail::outs + 501, 1}, 1, 0},
+    {"imatmul-relu-matmul-to-imatmul-relu-matmul-2ef5cbe9d1", "(matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x) => (matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)})))", generated_detail::prov119, {generated_detail::nodes + 1122, 3}, {generated_detail::nodes + 1125, 3}, {generated_detail::outs + 500, 1}, {generated_detail::outs + 501, 1}, 1, 0},
     // (matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)}))) => (matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x)
-    {"imatmul-relu-matmul-to-imatmul-relu-matmul-69b2267c7f-rev", "(matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)}))) => (matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x)", generated_detail::prov119, {generated_detail::nodes + 1128, 3}, {generated_detail::nodes + 1131, 3}, {generated_detail::outs + 502, 1}, {generated_detail::outs + 503, 1}, 1, 0},
+    {"imatmul-relu-matmul-to-imatmul-relu-matmul-2ef5cbe9d1-rev", "(matmul{act=0} ?x (relu (imatmul{n=dim(?x,0)}))) => (matmul{act=0} (relu (imatmul{n=dim(?x,0)})) ?x)", generated_detail::prov119, {generated_detail::nodes + 1128, 3}, {generated_detail::nodes + 1131, 3}, {generated_detail::outs + 502, 1}, {generated_detail::outs + 503, 1}, 1, 0},
     // (matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y)) => (smul ?x ?y)
-    {"imatmul-smul-matmul-to-smul-c8ecf08351", "(matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y)) => (smul ?x ?y)", generated_detail::prov120, {generated_detail::nodes + 1134, 3}, {generated_detail::nodes + 1137, 1}, {generated_detail::outs + 504, 1}, {generated_detail::outs + 505, 1}, 2, 0},
+    {"imatmul-smul-matmul-to-smul-56f9e9efe3", "(matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y)) => (smul ?x ?y)", generated_detail::prov120, {generated_detail::nodes + 1134, 3}, {generated_detail::nodes + 1137, 1}, {generated_detail::outs + 504, 1}, {generated_detail::outs + 505, 1}, 2, 0},
     // (smul ?x ?y) => (matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y))
-    {"imatmul-smul-matmul-to-smul-c8ecf08351-rev", "(smul ?x ?y) => (matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y))", generated_detail::prov120, {generated_detail::nodes + 1138, 1}, {generated_detail::nodes + 1139, 3}, {generated_detail::outs + 506, 1}, {generated_detail::outs + 507, 1}, 2, 0},
+    {"imatmul-smul-matmul-to-smul-56f9e9efe3-rev", "(smul ?x ?y) => (matmul{act=0} ?x (smul (imatmul{n=dim(?x,0)}) ?y))", generated_detail::prov120, {generated_detail::nodes + 1138, 1}, {generated_detail::nodes + 1139, 3}, {generated_detail::outs + 506, 1}, {generated_detail::outs + 507, 1}, 2, 0},
     // (concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-transpose-concat-to-imatmul-concat-transpose-32fcf2776d", "(concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov121, {generated_detail::nodes + 1142, 3}, {generated_detail::nodes + 1145, 3}, {generated_detail::outs + 508, 1}, {generated_detail::outs + 509, 1}, 1, 0},
+    {"imatmul-transpose-concat-to-imatmul-concat-transpose-21f934a2ff", "(concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov121, {generated_detail::nodes + 1142, 3}, {generated_detail::nodes + 1145, 3}, {generated_detail::outs + 508, 1}, {generated_detail::outs + 509, 1}, 1, 0},
     // (transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
-    {"imatmul-transpose-concat-to-imatmul-concat-transpose-32fcf2776d-rev", "(transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov121, {generated_detail::nodes + 1148, 3}, {generated_detail::nodes + 1151, 3}, {generated_detail::outs + 510, 1}, {generated_detail::outs + 511, 1}, 1, 0},
+    {"imatmul-transpose-concat-to-imatmul-concat-transpose-21f934a2ff-rev", "(transpose{perm=33554433} (concat{axis=1} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=0} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov121, {generated_detail::nodes + 1148, 3}, {generated_detail::nodes + 1151, 3}, {generated_detail::outs + 510, 1}, {generated_detail::outs + 511, 1}, 1, 0},
     // (concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-transpose-concat-to-imatmul-concat-transpose-3b38b03239", "(concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov122, {generated_detail::nodes + 1154, 3}, {generated_detail::nodes + 1157, 3}, {generated_detail::outs + 512, 1}, {generated_detail::outs + 513, 1}, 1, 0},
+    {"imatmul-transpose-concat-to-imatmul-concat-transpose-a4d0eb04db", "(concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov122, {generated_detail::nodes + 1154, 3}, {generated_detail::nodes + 1157, 3}, {generated_detail::outs + 512, 1}, {generated_detail::outs + 513, 1}, 1, 0},
     // (transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
-    {"imatmul-transpose-concat-to-imatmul-concat-transpose-3b38b03239-rev", "(transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov122, {generated_detail::nodes + 1160, 3}, {generated_detail::nodes + 1163, 3}, {generated_detail::outs + 514, 1}, {generated_detail::outs + 515, 1}, 1, 0},
-    // (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x))
-    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-3098747e27", "(ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov123, {generated_detail::nodes + 1166, 3}, {generated_detail::nodes + 1169, 3}, {generated_detail::outs + 516, 1}, {generated_detail::outs + 517, 1}, 1, 0},
-    // (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
-    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-3098747e27-rev", "(transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov123, {generated_detail::nodes + 1172, 3}, {generated_detail::nodes + 1175, 3}, {generated_detail::outs + 518, 1}, {generated_detail::outs + 519, 1}, 1, 0},
+    {"imatmul-transpose-concat-to-imatmul-concat-transpose-a4d0eb04db-rev", "(transpose{perm=33554433} (concat{axis=0} (imatmul{n=dim(?x,0)}) ?x)) => (concat{axis=1} (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov122, {generated_detail::nodes + 1160, 3}, {generated_detail::nodes + 1163, 3}, {generated_detail::outs + 514, 1}, {generated_detail::outs + 515, 1}, 1, 0},
     // (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)})))
-    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-a04decc7ff", "(ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov123, {generated_detail::nodes + 1178, 3}, {generated_detail::nodes + 1181, 3}, {generated_detail::outs + 520, 1}, {generated_detail::outs + 521, 1}, 1, 0},
+    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-246810a151", "(ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov123, {generated_detail::nodes + 1166, 3}, {generated_detail::nodes + 1169, 3}, {generated_detail::outs + 516, 1}, {generated_detail::outs + 517, 1}, 1, 0},
     // (transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)}))) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
-    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-a04decc7ff-rev", "(transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)}))) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov123, {generated_detail::nodes + 1184, 3}, {generated_detail::nodes + 1187, 3}, {generated_detail::outs + 522, 1}, {generated_detail::outs + 523, 1}, 1, 0},
+    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-246810a151-rev", "(transpose{perm=33554433} (ewadd ?x (imatmul{n=dim(?x,0)}))) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov123, {generated_detail::nodes + 1172, 3}, {generated_detail::nodes + 1175, 3}, {generated_detail::outs + 518, 1}, {generated_detail::outs + 519, 1}, 1, 0},
+    // (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x))
+    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-66c1752d71", "(ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x))", generated_detail::prov123, {generated_detail::nodes + 1178, 3}, {generated_detail::nodes + 1181, 3}, {generated_detail::outs + 520, 1}, {generated_detail::outs + 521, 1}, 1, 0},
+    // (transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
+    {"imatmul-transpose-ewadd-to-imatmul-ewadd-transpose-66c1752d71-rev", "(transpose{perm=33554433} (ewadd (imatmul{n=dim(?x,0)}) ?x)) => (ewadd (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov123, {generated_detail::nodes + 1184, 3}, {generated_detail::nodes + 1187, 3}, {generated_detail::outs + 522, 1}, {generated_detail::outs + 523, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)
-    {"imatmul-transpose-ewmul-to-imatmul-ewmul-252596a0c7", "(ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov124, {generated_detail::nodes + 1190, 3}, {generated_detail::nodes + 1193, 2}, {generated_detail::outs + 524, 1}, {generated_detail::outs + 525, 1}, 1, 0},
+    {"imatmul-transpose-ewmul-to-imatmul-ewmul-46b134cf69", "(ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x)) => (ewmul (imatmul{n=dim(?x,0)}) ?x)", generated_detail::prov124, {generated_detail::nodes + 1190, 3}, {generated_detail::nodes + 1193, 2}, {generated_detail::outs + 524, 1}, {generated_detail::outs + 525, 1}, 1, 0},
     // (ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))
-    {"imatmul-transpose-ewmul-to-imatmul-ewmul-252596a0c7-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov124, {generated_detail::nodes + 1195, 2}, {generated_detail::nodes + 1197, 3}, {generated_detail::outs + 526, 1}, {generated_detail::outs + 527, 1}, 1, 0},
-    // (concat{axis=0} (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (matmul{act=1} (concat{axis=0} ?x ?z) ?y)
-    {"matmul-matmul-concat-to-concat-matmul-12ebff4c76", "(concat{axis=0} (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (matmul{act=1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov125, {generated_detail::nodes + 1200, 3}, {generated_detail::nodes + 1203, 2}, {generated_detail::outs + 528, 1}, {generated_detail::outs + 529, 1}, 3, 0},
-    // (matmul{act=1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))
-    {"matmul-matmul-concat-to-concat-matmul-12ebff4c76-rev", "(matmul{act=1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))", generated_detail::prov125, {generated_detail::nodes + 1205, 2}, {generated_detail::nodes + 1207, 3}, {generated_detail::outs + 530, 1}, {generated_detail::outs + 531, 1}, 3, 0},
-    // (concat{axis=0} (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (concat{axis=0} ?x ?z) ?y)
-    {"matmul-matmul-concat-to-concat-matmul-319e5f63d8", "(concat{axis=0} (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov126, {generated_detail::nodes + 1210, 3}, {generated_detail::nodes + 1213, 2}, {generated_detail::outs + 532, 1}, {generated_detail::outs + 533, 1}, 3, 0},
-    // (matmul{act=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))
-    {"matmul-matmul-concat-to-concat-matmul-319e5f63d8-rev", "(matmul{act=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))", generated_detail::prov126, {generated_detail::nodes + 1215, 2}, {generated_detail::nodes + 1217, 3}, {generated_detail::outs + 534, 1}, {generated_detail::outs + 535, 1}, 3, 0},
+    {"imatmul-transpose-ewmul-to-imatmul-ewmul-46b134cf69-rev", "(ewmul (imatmul{n=dim(?x,0)}) ?x) => (ewmul (imatmul{n=dim(?x,0)}) (transpose{perm=33554433} ?x))", generated_detail::prov124, {generated_detail::nodes + 1195, 2}, {generated_detail::nodes + 1197, 3}, {generated_detail::outs + 526, 1}, {generated_detail::outs + 527, 1}, 1, 0},
     // (concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (matmul{act=1} ?x (concat{axis=1} ?y ?z))
-    {"matmul-matmul-concat-to-concat-matmul-6dbb0a6653", "(concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (matmul{act=1} ?x (concat{axis=1} ?y ?z))", generated_detail::prov127, {generated_detail::nodes + 1220, 3}, {generated_detail::nodes + 1223, 2}, {generated_detail::outs + 536, 1}, {generated_detail::outs + 537, 1}, 3, 0},
+    {"matmul-matmul-concat-to-concat-matmul-702f35eefd", "(concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z)) => (matmul{act=1} ?x (concat{axis=1} ?y ?z))", generated_detail::prov125, {generated_detail::nodes + 1200, 3}, {generated_detail::nodes + 1203, 2}, {generated_detail::outs + 528, 1}, {generated_detail::outs + 529, 1}, 3, 0},
     // (matmul{act=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z))
-    {"matmul-matmul-concat-to-concat-matmul-6dbb0a6653-rev", "(matmul{act=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z))", generated_detail::prov127, {generated_detail::nodes + 1225, 2}, {generated_detail::nodes + 1227, 3}, {generated_detail::outs + 538, 1}, {generated_detail::outs + 539, 1}, 3, 0},
+    {"matmul-matmul-concat-to-concat-matmul-702f35eefd-rev", "(matmul{act=1} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=1} ?x ?y) (matmul{act=1} ?x ?z))", generated_detail::prov125, {generated_detail::nodes + 1205, 2}, {generated_detail::nodes + 1207, 3}, {generated_detail::outs + 530, 1}, {generated_detail::outs + 531, 1}, 3, 0},
+    // (concat{axis=0} (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (concat{axis=0} ?x ?z) ?y)
+    {"matmul-matmul-concat-to-concat-matmul-83641f5fee", "(concat{axis=0} (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov126, {generated_detail::nodes + 1210, 3}, {generated_detail::nodes + 1213, 2}, {generated_detail::outs + 532, 1}, {generated_detail::outs + 533, 1}, 3, 0},
+    // (matmul{act=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))
+    {"matmul-matmul-concat-to-concat-matmul-83641f5fee-rev", "(matmul{act=0} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?z))", generated_detail::prov126, {generated_detail::nodes + 1215, 2}, {generated_detail::nodes + 1217, 3}, {generated_detail::outs + 534, 1}, {generated_detail::outs + 535, 1}, 3, 0},
     // (concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (concat{axis=1} ?y ?z))
-    {"matmul-matmul-concat-to-concat-matmul-bba23e6f91", "(concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (concat{axis=1} ?y ?z))", generated_detail::prov115, {generated_detail::nodes + 1230, 3}, {generated_detail::nodes + 1233, 2}, {generated_detail::outs + 540, 1}, {generated_detail::outs + 541, 1}, 3, 0},
+    {"matmul-matmul-concat-to-concat-matmul-ccdac2ca33", "(concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (concat{axis=1} ?y ?z))", generated_detail::prov116, {generated_detail::nodes + 1220, 3}, {generated_detail::nodes + 1223, 2}, {generated_detail::outs + 536, 1}, {generated_detail::outs + 537, 1}, 3, 0},
     // (matmul{act=0} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z))
-    {"matmul-matmul-concat-to-concat-matmul-bba23e6f91-rev", "(matmul{act=0} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z))", generated_detail::prov115, {generated_detail::nodes + 1235, 2}, {generated_detail::nodes + 1237, 3}, {generated_detail::outs + 542, 1}, {generated_detail::outs + 543, 1}, 3, 0},
-    // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-592a46eef9", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))", generated_detail::prov128, {generated_detail::nodes + 1240, 3}, {generated_detail::nodes + 1243, 3}, {generated_detail::outs + 544, 1}, {generated_detail::outs + 545, 1}, 2, 0},
-    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?y ?x) (matmul{act=0} ?x ?y))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-592a46eef9-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?y ?x) (matmul{act=0} ?x ?y))", generated_detail::prov128, {generated_detail::nodes + 1246, 3}, {generated_detail::nodes + 1249, 3}, {generated_detail::outs + 546, 1}, {generated_detail::outs + 547, 1}, 2, 0},
+    {"matmul-matmul-concat-to-concat-matmul-ccdac2ca33-rev", "(matmul{act=0} ?x (concat{axis=1} ?y ?z)) => (concat{axis=1} (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z))", generated_detail::prov116, {generated_detail::nodes + 1225, 2}, {generated_detail::nodes + 1227, 3}, {generated_detail::outs + 538, 1}, {generated_detail::outs + 539, 1}, 3, 0},
+    // (concat{axis=0} (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (matmul{act=1} (concat{axis=0} ?x ?z) ?y)
+    {"matmul-matmul-concat-to-concat-matmul-d2a9356ad4", "(concat{axis=0} (matmul{act=1} ?x ?y) (matmul{act=1} ?z ?y)) => (matmul{act=1} (concat{axis=0} ?x ?z) ?y)", generated_detail::prov127, {generated_detail::nodes + 1230, 3}, {generated_detail::nodes + 1233, 2}, {generated_detail::outs + 540, 1}, {generated_detail::outs + 541, 1}, 3, 0},
+    // (matmul{act=1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))
+    {"matmul-matmul-concat-to-concat-matmul-d2a9356ad4-rev", "(matmul{act=1} (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (matmul{act=1} ?x ?z) (matmul{act=1} ?y ?z))", generated_detail::prov127, {generated_detail::nodes + 1235, 2}, {generated_detail::nodes + 1237, 3}, {generated_detail::outs + 542, 1}, {generated_detail::outs + 543, 1}, 3, 0},
     // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?x ?z) (concat{axis=0} ?y ?x))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-5d45450403", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?x ?z) (concat{axis=0} ?y ?x))", generated_detail::prov127, {generated_detail::nodes + 1252, 3}, {generated_detail::nodes + 1255, 3}, {generated_detail::outs + 548, 1}, {generated_detail::outs + 549, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-43561fa0cd", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?x ?z) (concat{axis=0} ?y ?x))", generated_detail::prov125, {generated_detail::nodes + 1240, 3}, {generated_detail::nodes + 1243, 3}, {generated_detail::outs + 544, 1}, {generated_detail::outs + 545, 1}, 3, 0},
     // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?x))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-5d45450403-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?x))", generated_detail::prov127, {generated_detail::nodes + 1258, 3}, {generated_detail::nodes + 1261, 3}, {generated_detail::outs + 550, 1}, {generated_detail::outs + 551, 1}, 3, 0},
-    // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-67b3a4fbc1", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))", generated_detail::prov129, {generated_detail::nodes + 1264, 3}, {generated_detail::nodes + 1267, 3}, {generated_detail::outs + 552, 1}, {generated_detail::outs + 553, 1}, 2, 0},
-    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-67b3a4fbc1-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x))", generated_detail::prov129, {generated_detail::nodes + 1270, 3}, {generated_detail::nodes + 1273, 3}, {generated_detail::outs + 554, 1}, {generated_detail::outs + 555, 1}, 2, 0},
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-43561fa0cd-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?z ?x)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?y ?x))", generated_detail::prov125, {generated_detail::nodes + 1246, 3}, {generated_detail::nodes + 1249, 3}, {generated_detail::outs + 546, 1}, {generated_detail::outs + 547, 1}, 3, 0},
     // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?z ?x) (concat{axis=0} ?x ?y))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-ffd64ea36d", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?z ?x) (concat{axis=0} ?x ?y))", generated_detail::prov130, {generated_detail::nodes + 1276, 3}, {generated_detail::nodes + 1279, 3}, {generated_detail::outs + 556, 1}, {generated_detail::outs + 557, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-6057634f2f", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?x)) => (matmul{act=0} (concat{axis=1} ?z ?x) (concat{axis=0} ?x ?y))", generated_detail::prov128, {generated_detail::nodes + 1252, 3}, {generated_detail::nodes + 1255, 3}, {generated_detail::outs + 548, 1}, {generated_detail::outs + 549, 1}, 3, 0},
     // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?y))
-    {"matmul-matmul-ewadd-to-concat-concat-matmul-ffd64ea36d-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?y))", generated_detail::prov130, {generated_detail::nodes + 1282, 3}, {generated_detail::nodes + 1285, 3}, {generated_detail::outs + 558, 1}, {generated_detail::outs + 559, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-6057634f2f-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?z)) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?y))", generated_detail::prov128, {generated_detail::nodes + 1258, 3}, {generated_detail::nodes + 1261, 3}, {generated_detail::outs + 550, 1}, {generated_detail::outs + 551, 1}, 3, 0},
+    // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-99e2c35403", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))", generated_detail::prov129, {generated_detail::nodes + 1264, 3}, {generated_detail::nodes + 1267, 3}, {generated_detail::outs + 552, 1}, {generated_detail::outs + 553, 1}, 2, 0},
+    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?y ?x) (matmul{act=0} ?x ?y))
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-99e2c35403-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?y ?x) (matmul{act=0} ?x ?y))", generated_detail::prov129, {generated_detail::nodes + 1270, 3}, {generated_detail::nodes + 1273, 3}, {generated_detail::outs + 554, 1}, {generated_detail::outs + 555, 1}, 2, 0},
+    // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-ea89194d23", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))", generated_detail::prov130, {generated_detail::nodes + 1276, 3}, {generated_detail::nodes + 1279, 3}, {generated_detail::outs + 556, 1}, {generated_detail::outs + 557, 1}, 2, 0},
+    // (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x))
+    {"matmul-matmul-ewadd-to-concat-concat-matmul-ea89194d23-rev", "(matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x)) => (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?y ?x))", generated_detail::prov130, {generated_detail::nodes + 1282, 3}, {generated_detail::nodes + 1285, 3}, {generated_detail::outs + 558, 1}, {generated_detail::outs + 559, 1}, 2, 0},
     // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (ewadd ?z ?x) ?y)
-    {"matmul-matmul-ewadd-to-ewadd-matmul-430c702242", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (ewadd ?z ?x) ?y)", generated_detail::prov131, {generated_detail::nodes + 1288, 3}, {generated_detail::nodes + 1291, 2}, {generated_detail::outs + 560, 1}, {generated_detail::outs + 561, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-ewadd-matmul-56db97e498", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?z ?y)) => (matmul{act=0} (ewadd ?z ?x) ?y)", generated_detail::prov131, {generated_detail::nodes + 1288, 3}, {generated_detail::nodes + 1291, 2}, {generated_detail::outs + 560, 1}, {generated_detail::outs + 561, 1}, 3, 0},
     // (matmul{act=0} (ewadd ?x ?y) ?z) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?z))
-    {"matmul-matmul-ewadd-to-ewadd-matmul-430c702242-rev", "(matmul{act=0} (ewadd ?x ?y) ?z) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?z))", generated_detail::prov131, {generated_detail::nodes + 1293, 2}, {generated_detail::nodes + 1295, 3}, {generated_detail::outs + 562, 1}, {generated_detail::outs + 563, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-ewadd-matmul-56db97e498-rev", "(matmul{act=0} (ewadd ?x ?y) ?z) => (ewadd (matmul{act=0} ?y ?z) (matmul{act=0} ?x ?z))", generated_detail::prov131, {generated_detail::nodes + 1293, 2}, {generated_detail::nodes + 1295, 3}, {generated_detail::outs + 562, 1}, {generated_detail::outs + 563, 1}, 3, 0},
     // (ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (ewadd ?z ?y))
-    {"matmul-matmul-ewadd-to-ewadd-matmul-fd39882c41", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (ewadd ?z ?y))", generated_detail::prov132, {generated_detail::nodes + 1298, 3}, {generated_detail::nodes + 1301, 2}, {generated_detail::outs + 564, 1}, {generated_detail::outs + 565, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-ewadd-matmul-bd690c7b8b", "(ewadd (matmul{act=0} ?x ?y) (matmul{act=0} ?x ?z)) => (matmul{act=0} ?x (ewadd ?z ?y))", generated_detail::prov132, {generated_detail::nodes + 1298, 3}, {generated_detail::nodes + 1301, 2}, {generated_detail::outs + 564, 1}, {generated_detail::outs + 565, 1}, 3, 0},
     // (matmul{act=0} ?x (ewadd ?y ?z)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?x ?y))
-    {"matmul-matmul-ewadd-to-ewadd-matmul-fd39882c41-rev", "(matmul{act=0} ?x (ewadd ?y ?z)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?x ?y))", generated_detail::prov132, {generated_detail::nodes + 1303, 2}, {generated_detail::nodes + 1305, 3}, {generated_detail::outs + 566, 1}, {generated_detail::outs + 567, 1}, 3, 0},
-    // (matmul{act=0} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (matmul{act=0} ?y ?x))
-    {"matmul-matmul-to-matmul-matmul-07abfeed9f", "(matmul{act=0} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (matmul{act=0} ?y ?x))", generated_detail::prov133, {generated_detail::nodes + 1308, 2}, {generated_detail::nodes + 1310, 2}, {generated_detail::outs + 568, 1}, {generated_detail::outs + 569, 1}, 2, 0},
-    // (matmul{act=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?x)
-    {"matmul-matmul-to-matmul-matmul-07abfeed9f-rev", "(matmul{act=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?x)", generated_detail::prov133, {generated_detail::nodes + 1312, 2}, {generated_detail::nodes + 1314, 2}, {generated_detail::outs + 570, 1}, {generated_detail::outs + 571, 1}, 2, 0},
-    // (matmul{act=0} (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} ?x (matmul{act=0} ?y ?z))
-    {"matmul-matmul-to-matmul-matmul-49ee3ad78f", "(matmul{act=0} (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} ?x (matmul{act=0} ?y ?z))", generated_detail::prov133, {generated_detail::nodes + 1316, 2}, {generated_detail::nodes + 1318, 2}, {generated_detail::outs + 572, 1}, {generated_detail::outs + 573, 1}, 3, 0},
-    // (matmul{act=0} ?x (matmul{act=0} ?y ?z)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?z)
-    {"matmul-matmul-to-matmul-matmul-49ee3ad78f-rev", "(matmul{act=0} ?x (matmul{act=0} ?y ?z)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?z)", generated_detail::prov133, {generated_detail::nodes + 1320, 2}, {generated_detail::nodes + 1322, 2}, {generated_detail::outs + 574, 1}, {generated_detail::outs + 575, 1}, 3, 0},
+    {"matmul-matmul-ewadd-to-ewadd-matmul-bd690c7b8b-rev", "(matmul{act=0} ?x (ewadd ?y ?z)) => (ewadd (matmul{act=0} ?x ?z) (matmul{act=0} ?x ?y))", generated_detail::prov132, {generated_detail::nodes + 1303, 2}, {generated_detail::nodes + 1305, 3}, {generated_detail::outs + 566, 1}, {generated_detail::outs + 567, 1}, 3, 0},
     // (matmul{act=1} (matmul{act=0} ?x ?y) ?z) => (matmul{act=1} ?x (matmul{act=0} ?y ?z))
-    {"matmul-matmul-to-matmul-matmul-efc105351b", "(matmul{act=1} (matmul{act=0} ?x ?y) ?z) => (matmul{act=1} ?x (matmul{act=0} ?y ?z))", generated_detail::prov134, {generated_detail::nodes + 1324, 2}, {generated_detail::nodes + 1326, 2}, {generated_detail::outs + 576, 1}, {generated_detail::outs + 577, 1}, 3, 0},
+    {"matmul-matmul-to-matmul-matmul-0108bb6e9d", "(matmul{act=1} (matmul{act=0} ?x ?y) ?z) => (matmul{act=1} ?x (matmul{act=0} ?y ?z))", generated_detail::prov133, {generated_detail::nodes + 1308, 2}, {generated_detail::nodes + 1310, 2}, {generated_detail::outs + 568, 1}, {generated_detail::outs + 569, 1}, 3, 0},
     // (matmul{act=1} ?x (matmul{act=0} ?y ?z)) => (matmul{act=1} (matmul{act=0} ?x ?y) ?z)
-    {"matmul-matmul-to-matmul-matmul-efc105351b-rev", "(matmul{act=1} ?x (matmul{act=0} ?y ?z)) => (matmul{act=1} (matmul{act=0} ?x ?y) ?z)", generated_detail::prov134, {generated_detail::nodes + 1328, 2}, {generated_detail::nodes + 1330, 2}, {generated_detail::outs + 578, 1}, {generated_detail::outs + 579, 1}, 3, 0},
+    {"matmul-matmul-to-matmul-matmul-0108bb6e9d-rev", "(matmul{act=1} ?x (matmul{act=0} ?y ?z)) => (matmul{act=1} (matmul{act=0} ?x ?y) ?z)", generated_detail::prov133, {generated_detail::nodes + 1312, 2}, {generated_detail::nodes + 1314, 2}, {generated_detail::outs + 570, 1}, {generated_detail::outs + 571, 1}, 3, 0},
+    // (matmul{act=0} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (matmul{act=0} ?y ?x))
+    {"matmul-matmul-to-matmul-matmul-3c69731119", "(matmul{act=0} (matmul{act=0} ?x ?y) ?x) => (matmul{act=0} ?x (matmul{act=0} ?y ?x))", generated_detail::prov134, {generated_detail::nodes + 1316, 2}, {generated_detail::nodes + 1318, 2}, {generated_detail::outs + 572, 1}, {generated_detail::outs + 573, 1}, 2, 0},
+    // (matmul{act=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?x)
+    {"matmul-matmul-to-matmul-matmul-3c69731119-rev", "(matmul{act=0} ?x (matmul{act=0} ?y ?x)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?x)", generated_detail::prov134, {generated_detail::nodes + 1320, 2}, {generated_detail::nodes + 1322, 2}, {generated_detail::outs + 574, 1}, {generated_detail::outs + 575, 1}, 2, 0},
+    // (matmul{act=0} (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} ?x (matmul{act=0} ?y ?z))
+    {"matmul-matmul-to-matmul-matmul-6abd5186b9", "(matmul{act=0} (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} ?x (matmul{act=0} ?y ?z))", generated_detail::prov134, {generated_detail::nodes + 1324, 2}, {generated_detail::nodes + 1326, 2}, {generated_detail::outs + 576, 1}, {generated_detail::outs + 577, 1}, 3, 0},
+    // (matmul{act=0} ?x (matmul{act=0} ?y ?z)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?z)
+    {"matmul-matmul-to-matmul-matmul-6abd5186b9-rev", "(matmul{act=0} ?x (matmul{act=0} ?y ?z)) => (matmul{act=0} (matmul{act=0} ?x ?y) ?z)", generated_detail::prov134, {generated_detail::nodes + 1328, 2}, {generated_detail::nodes + 1330, 2}, {generated_detail::outs + 578, 1}, {generated_detail::outs + 579, 1}, 3, 0},
     // (relu (matmul{act=0} ?x ?y)) => (matmul{act=1} ?x ?y)
-    {"matmul-relu-to-matmul-170a2a76b9", "(relu (matmul{act=0} ?x ?y)) => (matmul{act=1} ?x ?y)", generated_detail::prov135, {generated_detail::nodes + 1332, 2}, {generated_detail::nodes + 1334, 1}, {generated_detail::outs + 580, 1}, {generated_detail::outs + 581, 1}, 2, 0},
+    {"matmul-relu-to-matmul-432a4ed8ab", "(relu (matmul{act=0} ?x ?y)) => (matmul{act=1} ?x ?y)", generated_detail::prov135, {generated_detail::nodes + 1332, 2}, {generated_detail::nodes + 1334, 1}, {generated_detail::outs + 580, 1}, {generated_detail::outs + 581, 1}, 2, 0},
     // (matmul{act=1} ?x ?y) => (relu (matmul{act=0} ?x ?y))
-    {"matmul-relu-to-matmul-170a2a76b9-rev", "(matmul{act=1} ?x ?y) => (relu (matmul{act=0} ?x ?y))", generated_detail::prov135, {generated_detail::nodes + 1335, 1}, {generated_detail::nodes + 1336, 2}, {generated_detail::outs + 582, 1}, {generated_detail::outs + 583, 1}, 2, 0},
+    {"matmul-relu-to-matmul-432a4ed8ab-rev", "(matmul{act=1} ?x ?y) => (relu (matmul{act=0} ?x ?y))", generated_detail::prov135, {generated_detail::nodes + 1335, 1}, {generated_detail::nodes + 1336, 2}, {generated_detail::outs + 582, 1}, {generated_detail::outs + 583, 1}, 2, 0},
     // (relu (matmul{act=1} ?x ?y)) => (matmul{act=1} ?x ?y)
-    {"matmul-relu-to-matmul-8141b983f9", "(relu (matmul{act=1} ?x ?y)) => (matmul{act=1} ?x ?y)", generated_detail::prov136, {generated_detail::nodes + 1338, 2}, {generated_detail::nodes + 1340, 1}, {generated_detail::outs + 584, 1}, {generated_detail::outs + 585, 1}, 2, 0},
+    {"matmul-relu-to-matmul-e5f90a7e7b", "(relu (matmul{act=1} ?x ?y)) => (matmul{act=1} ?x ?y)", generated_detail::prov136, {generated_detail::nodes + 1338, 2}, {generated_detail::nodes + 1340, 1}, {generated_detail::outs + 584, 1}, {generated_detail::outs + 585, 1}, 2, 0},
     // (matmul{act=1} ?x ?y) => (relu (matmul{act=1} ?x ?y))
-    {"matmul-relu-to-matmul-8141b983f9-rev", "(matmul{act=1} ?x ?y) => (relu (matmul{act=1} ?x ?y))", generated_detail::prov136, {generated_detail::nodes + 1341, 1}, {generated_detail::nodes + 1342, 2}, {generated_detail::outs + 586, 1}, {generated_detail::outs + 587, 1}, 2, 0},
+    {"matmul-relu-to-matmul-e5f90a7e7b-rev", "(matmul{act=1} ?x ?y) => (relu (matmul{act=1} ?x ?y))", generated_detail::prov136, {generated_detail::nodes + 1341, 1}, {generated_detail::nodes + 1342, 2}, {generated_detail::outs + 586, 1}, {generated_detail::outs + 587, 1}, 2, 0},
     // (ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z)) => (matmul{act=0} ?x (ewadd ?y (smul ?y ?z)))
-    {"matmul-smul-ewadd-to-smul-ewadd-matmul-5ce85a4603", "(ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z)) => (matmul{act=0} ?x (ewadd ?y (smul ?y ?z)))", generated_detail::prov137, {generated_detail::nodes + 1344, 3}, {generated_detail::nodes + 1347, 3}, {generated_detail::outs + 588, 1}, {generated_detail::outs + 589, 1}, 3, 0},
+    {"matmul-smul-ewadd-to-smul-ewadd-matmul-f5bbb6a3d5", "(ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z)) => (matmul{act=0} ?x (ewadd ?y (smul ?y ?z)))", generated_detail::prov137, {generated_detail::nodes + 1344, 3}, {generated_detail::nodes + 1347, 3}, {generated_detail::outs + 588, 1}, {generated_detail::outs + 589, 1}, 3, 0},
     // (matmul{act=0} ?x (ewadd ?y (smul ?y ?z))) => (ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z))
-    {"matmul-smul-ewadd-to-smul-ewadd-matmul-5ce85a4603-rev", "(matmul{act=0} ?x (ewadd ?y (smul ?y ?z))) => (ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z))", generated_detail::prov137, {generated_detail::nodes + 1350, 3}, {generated_detail::nodes + 1353, 3}, {generated_detail::outs + 590, 1}, {generated_detail::outs + 591, 1}, 3, 0},
+    {"matmul-smul-ewadd-to-smul-ewadd-matmul-f5bbb6a3d5-rev", "(matmul{act=0} ?x (ewadd ?y (smul ?y ?z))) => (ewadd (matmul{act=0} ?x ?y) (smul (matmul{act=0} ?x ?y) ?z))", generated_detail::prov137, {generated_detail::nodes + 1350, 3}, {generated_detail::nodes + 1353, 3}, {generated_detail::outs + 590, 1}, {generated_detail::outs + 591, 1}, 3, 0},
     // (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (smul (matmul{act=0} ?y ?w) ?z))
-    {"matmul-smul-matmul-to-matmul-smul-matmul-fb542cef1f", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (smul (matmul{act=0} ?y ?w) ?z))", generated_detail::prov68, {generated_detail::nodes + 1356, 3}, {generated_detail::nodes + 1359, 3}, {generated_detail::outs + 592, 1}, {generated_detail::outs + 593, 1}, 4, 0},
+    {"matmul-smul-matmul-to-matmul-smul-matmul-a67ed47581", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (smul (matmul{act=0} ?y ?w) ?z))", generated_detail::prov68, {generated_detail::nodes + 1356, 3}, {generated_detail::nodes + 1359, 3}, {generated_detail::outs + 592, 1}, {generated_detail::outs + 593, 1}, 4, 0},
     // (matmul{act=0} ?x (smul (matmul{act=0} ?y ?z) ?w)) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)
-    {"matmul-smul-matmul-to-matmul-smul-matmul-fb542cef1f-rev", "(matmul{act=0} ?x (smul (matmul{act=0} ?y ?z) ?w)) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)", generated_detail::prov68, {generated_detail::nodes + 1362, 3}, {generated_detail::nodes + 1365, 3}, {generated_detail::outs + 594, 1}, {generated_detail::outs + 595, 1}, 4, 0},
-    // (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z)))
-    {"matmul-smul-matmul-to-smul-matmul-matmul-57277fca9f", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z)))", generated_detail::prov138, {generated_detail::nodes + 1368, 3}, {generated_detail::nodes + 1371, 3}, {generated_detail::outs + 596, 1}, {generated_detail::outs + 597, 1}, 3, 0},
-    // (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y)
-    {"matmul-smul-matmul-to-smul-matmul-matmul-57277fca9f-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y)", generated_detail::prov138, {generated_detail::nodes + 1374, 3}, {generated_detail::nodes + 1377, 3}, {generated_detail::outs + 598, 1}, {generated_detail::outs + 599, 1}, 3, 0},
-    // (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?z ?w)) => (matmul{act=1} ?x (matmul{act=0} (smul ?y ?w) ?z))
-    {"matmul-smul-matmul-to-smul-matmul-matmul-71d0688679", "(matmul{act=1} (matmul{act=0} ?x ?y) (smul ?z ?w)) => (matmul{act=1} ?x (matmul{act=0} (smul ?y ?w) ?z))", generated_detail::prov139, {generated_detail::nodes + 1380, 3}, {generated_detail::nodes + 1383, 3}, {generated_detail::outs + 600, 1}, {generated_detail::outs + 601, 1}, 4, 0},
-    // (matmul{act=1} ?x (matmul{act=0} (smul ?y ?z) ?w)) => (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?w ?z))
-    {"matmul-smul-matmul-to-smul-matmul-matmul-71d0688679-rev", "(matmul{act=1} ?x (matmul{act=0} (smul ?y ?z) ?w)) => (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?w ?z))", generated_detail::prov139, {generated_detail::nodes + 1386, 3}, {generated_detail::nodes + 1389, 3}, {generated_detail::outs + 602, 1}, {generated_detail::outs + 603, 1}, 4, 0},
+    {"matmul-smul-matmul-to-matmul-smul-matmul-a67ed47581-rev", "(matmul{act=0} ?x (smul (matmul{act=0} ?y ?z) ?w)) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)", generated_detail::prov68, {generated_detail::nodes + 1362, 3}, {generated_detail::nodes + 1365, 3}, {generated_detail::outs + 594, 1}, {generated_detail::outs + 595, 1}, 4, 0},
     // (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?w ?z)))
-    {"matmul-smul-matmul-to-smul-matmul-matmul-a1aca4735d", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?w ?z)))", generated_detail::prov140, {generated_detail::nodes + 1392, 3}, {generated_detail::nodes + 1395, 3}, {generated_detail::outs + 604, 1}, {generated_detail::outs + 605, 1}, 4, 0},
+    {"matmul-smul-matmul-to-smul-matmul-matmul-4c3030883f", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?w) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?w ?z)))", generated_detail::prov138, {generated_detail::nodes + 1368, 3}, {generated_detail::nodes + 1371, 3}, {generated_detail::outs + 596, 1}, {generated_detail::outs + 597, 1}, 4, 0},
     // (matmul{act=0} ?x (matmul{act=0} ?y (smul ?z ?w))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)
-    {"matmul-smul-matmul-to-smul-matmul-matmul-a1aca4735d-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?z ?w))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)", generated_detail::prov140, {generated_detail::nodes + 1398, 3}, {generated_detail::nodes + 1401, 3}, {generated_detail::outs + 606, 1}, {generated_detail::outs + 607, 1}, 4, 0},
-    // (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-1f62d20fd7", "(concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))", generated_detail::prov141, {generated_detail::nodes + 1404, 3}, {generated_detail::nodes + 1407, 2}, {generated_detail::outs + 608, 1}, {generated_detail::outs + 609, 1}, 2, 3},
-    // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-1f62d20fd7-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov142, {generated_detail::nodes + 1409, 2}, {generated_detail::nodes + 1411, 3}, {generated_detail::outs + 610, 1}, {generated_detail::outs + 611, 1}, 2, 3},
+    {"matmul-smul-matmul-to-smul-matmul-matmul-4c3030883f-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?z ?w))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?w) ?z)", generated_detail::prov138, {generated_detail::nodes + 1374, 3}, {generated_detail::nodes + 1377, 3}, {generated_detail::outs + 598, 1}, {generated_detail::outs + 599, 1}, 4, 0},
+    // (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?z ?w)) => (matmul{act=1} ?x (matmul{act=0} (smul ?y ?w) ?z))
+    {"matmul-smul-matmul-to-smul-matmul-matmul-547a1364d3", "(matmul{act=1} (matmul{act=0} ?x ?y) (smul ?z ?w)) => (matmul{act=1} ?x (matmul{act=0} (smul ?y ?w) ?z))", generated_detail::prov139, {generated_detail::nodes + 1380, 3}, {generated_detail::nodes + 1383, 3}, {generated_detail::outs + 600, 1}, {generated_detail::outs + 601, 1}, 4, 0},
+    // (matmul{act=1} ?x (matmul{act=0} (smul ?y ?z) ?w)) => (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?w ?z))
+    {"matmul-smul-matmul-to-smul-matmul-matmul-547a1364d3-rev", "(matmul{act=1} ?x (matmul{act=0} (smul ?y ?z) ?w)) => (matmul{act=1} (matmul{act=0} ?x ?y) (smul ?w ?z))", generated_detail::prov139, {generated_detail::nodes + 1386, 3}, {generated_detail::nodes + 1389, 3}, {generated_detail::outs + 602, 1}, {generated_detail::outs + 603, 1}, 4, 0},
+    // (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z)))
+    {"matmul-smul-matmul-to-smul-matmul-matmul-dc00ab0a21", "(matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y) => (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z)))", generated_detail::prov140, {generated_detail::nodes + 1392, 3}, {generated_detail::nodes + 1395, 3}, {generated_detail::outs + 604, 1}, {generated_detail::outs + 605, 1}, 3, 0},
+    // (matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y)
+    {"matmul-smul-matmul-to-smul-matmul-matmul-dc00ab0a21-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?y ?z))) => (matmul{act=0} (smul (matmul{act=0} ?x ?y) ?z) ?y)", generated_detail::prov140, {generated_detail::nodes + 1398, 3}, {generated_detail::nodes + 1401, 3}, {generated_detail::outs + 606, 1}, {generated_detail::outs + 607, 1}, 3, 0},
     // (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-48f06d4f1b", "(concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))", generated_detail::prov141, {generated_detail::nodes + 1414, 3}, {generated_detail::nodes + 1417, 2}, {generated_detail::outs + 612, 1}, {generated_detail::outs + 613, 1}, 2, 3},
+    {"maxpool-maxpool-concat-to-concat-maxpool-4b557b7b35", "(concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y))", generated_detail::prov141, {generated_detail::nodes + 1404, 3}, {generated_detail::nodes + 1407, 2}, {generated_detail::outs + 608, 1}, {generated_detail::outs + 609, 1}, 2, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-48f06d4f1b-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov142, {generated_detail::nodes + 1419, 2}, {generated_detail::nodes + 1421, 3}, {generated_detail::outs + 614, 1}, {generated_detail::outs + 615, 1}, 2, 3},
-    // (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-5655b35497", "(concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))", generated_detail::prov143, {generated_detail::nodes + 1424, 3}, {generated_detail::nodes + 1427, 2}, {generated_detail::outs + 616, 1}, {generated_detail::outs + 617, 1}, 2, 3},
-    // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-5655b35497-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov144, {generated_detail::nodes + 1429, 2}, {generated_detail::nodes + 1431, 3}, {generated_detail::outs + 618, 1}, {generated_detail::outs + 619, 1}, 2, 3},
+    {"maxpool-maxpool-concat-to-concat-maxpool-4b557b7b35-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov142, {generated_detail::nodes + 1409, 2}, {generated_detail::nodes + 1411, 3}, {generated_detail::outs + 610, 1}, {generated_detail::outs + 611, 1}, 2, 3},
+    // (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))
+    {"maxpool-maxpool-concat-to-concat-maxpool-6a22a12129", "(concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y))", generated_detail::prov141, {generated_detail::nodes + 1414, 3}, {generated_detail::nodes + 1417, 2}, {generated_detail::outs + 612, 1}, {generated_detail::outs + 613, 1}, 2, 3},
+    // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))
+    {"maxpool-maxpool-concat-to-concat-maxpool-6a22a12129-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y))", generated_detail::prov142, {generated_detail::nodes + 1419, 2}, {generated_detail::nodes + 1421, 3}, {generated_detail::outs + 614, 1}, {generated_detail::outs + 615, 1}, 2, 3},
     // (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-8780f602a7", "(concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))", generated_detail::prov143, {generated_detail::nodes + 1434, 3}, {generated_detail::nodes + 1437, 2}, {generated_detail::outs + 620, 1}, {generated_detail::outs + 621, 1}, 2, 3},
+    {"maxpool-maxpool-concat-to-concat-maxpool-76b0c1bbb1", "(concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y))", generated_detail::prov143, {generated_detail::nodes + 1424, 3}, {generated_detail::nodes + 1427, 2}, {generated_detail::outs + 616, 1}, {generated_detail::outs + 617, 1}, 2, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
-    {"maxpool-maxpool-concat-to-concat-maxpool-8780f602a7-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov144, {generated_detail::nodes + 1439, 2}, {generated_detail::nodes + 1441, 3}, {generated_detail::outs + 622, 1}, {generated_detail::outs + 623, 1}, 2, 3},
+    {"maxpool-maxpool-concat-to-concat-maxpool-76b0c1bbb1-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=1} ?x ?y)) => (concat{axis=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov144, {generated_detail::nodes + 1429, 2}, {generated_detail::nodes + 1431, 3}, {generated_detail::outs + 618, 1}, {generated_detail::outs + 619, 1}, 2, 3},
+    // (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))
+    {"maxpool-maxpool-concat-to-concat-maxpool-b0b2751da9", "(concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y))", generated_detail::prov143, {generated_detail::nodes + 1434, 3}, {generated_detail::nodes + 1437, 2}, {generated_detail::outs + 620, 1}, {generated_detail::outs + 621, 1}, 2, 3},
+    // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))
+    {"maxpool-maxpool-concat-to-concat-maxpool-b0b2751da9-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (concat{axis=0} ?x ?y)) => (concat{axis=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?y))", generated_detail::prov144, {generated_detail::nodes + 1439, 2}, {generated_detail::nodes + 1441, 3}, {generated_detail::outs + 622, 1}, {generated_detail::outs + 623, 1}, 2, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))
-    {"maxpool-maxpool-to-maxpool-maxpool-41b73815e3", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov145, {generated_detail::nodes + 1444, 2}, {generated_detail::nodes + 1446, 2}, {generated_detail::outs + 624, 1}, {generated_detail::outs + 625, 1}, 1, 3},
+    {"maxpool-maxpool-to-maxpool-maxpool-f3ba0e7be5", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov145, {generated_detail::nodes + 1444, 2}, {generated_detail::nodes + 1446, 2}, {generated_detail::outs + 624, 1}, {generated_detail::outs + 625, 1}, 1, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))
-    {"maxpool-maxpool-to-maxpool-maxpool-41b73815e3-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov145, {generated_detail::nodes + 1448, 2}, {generated_detail::nodes + 1450, 2}, {generated_detail::outs + 626, 1}, {generated_detail::outs + 627, 1}, 1, 3},
+    {"maxpool-maxpool-to-maxpool-maxpool-f3ba0e7be5-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x))", generated_detail::prov145, {generated_detail::nodes + 1448, 2}, {generated_detail::nodes + 1450, 2}, {generated_detail::outs + 626, 1}, {generated_detail::outs + 627, 1}, 1, 3},
     // (relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)
-    {"maxpool-relu-to-maxpool-b8361195af", "(relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov146, {generated_detail::nodes + 1452, 2}, {generated_detail::nodes + 1454, 1}, {generated_detail::outs + 628, 1}, {generated_detail::outs + 629, 1}, 1, 3},
+    {"maxpool-relu-to-maxpool-4ded2171b1", "(relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x)", generated_detail::prov146, {generated_detail::nodes + 1452, 2}, {generated_detail::nodes + 1454, 1}, {generated_detail::outs + 628, 1}, {generated_detail::outs + 629, 1}, 1, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))
-    {"maxpool-relu-to-maxpool-b8361195af-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov147, {generated_detail::nodes + 1455, 1}, {generated_detail::nodes + 1456, 2}, {generated_detail::outs + 630, 1}, {generated_detail::outs + 631, 1}, 1, 3},
+    {"maxpool-relu-to-maxpool-4ded2171b1-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} ?x) => (relu (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov147, {generated_detail::nodes + 1455, 1}, {generated_detail::nodes + 1456, 2}, {generated_detail::outs + 630, 1}, {generated_detail::outs + 631, 1}, 1, 3},
     // (relu (concat{axis=0} (relu ?x) ?y)) => (relu (concat{axis=0} ?x ?y))
-    {"relu-concat-relu-to-concat-relu-0d9a98d077", "(relu (concat{axis=0} (relu ?x) ?y)) => (relu (concat{axis=0} ?x ?y))", generated_detail::prov148, {generated_detail::nodes + 1458, 3}, {generated_detail::nodes + 1461, 2}, {generated_detail::outs + 632, 1}, {generated_detail::outs + 633, 1}, 2, 0},
+    {"relu-concat-relu-to-concat-relu-e1120c9411", "(relu (concat{axis=0} (relu ?x) ?y)) => (relu (concat{axis=0} ?x ?y))", generated_detail::prov148, {generated_detail::nodes + 1458, 3}, {generated_detail::nodes + 1461, 2}, {generated_detail::outs + 632, 1}, {generated_detail::outs + 633, 1}, 2, 0},
     // (relu (concat{axis=0} ?x ?y)) => (relu (concat{axis=0} (relu ?x) ?y))
-    {"relu-concat-relu-to-concat-relu-0d9a98d077-rev", "(relu (concat{axis=0} ?x ?y)) => (relu (concat{axis=0} (relu ?x) ?y))", generated_detail::prov148, {generated_detail::nodes + 1463, 2}, {generated_detail::nodes + 1465, 3}, {generated_detail::outs + 634, 1}, {generated_detail::outs + 635, 1}, 2, 0},
+    {"relu-concat-relu-to-concat-relu-e1120c9411-rev", "(relu (concat{axis=0} ?x ?y)) => (relu (concat{axis=0} (relu ?x) ?y))", generated_detail::prov148, {generated_detail::nodes + 1463, 2}, {generated_detail::nodes + 1465, 3}, {generated_detail::outs + 634, 1}, {generated_detail::outs + 635, 1}, 2, 0},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x))
-    {"relu-maxpool-to-relu-maxpool-69505f11f9", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x))", generated_detail::prov149, {generated_detail::nodes + 1468, 2}, {generated_detail::nodes + 1470, 2}, {generated_detail::outs + 636, 1}, {generated_detail::outs + 637, 1}, 1, 3},
+    {"relu-maxpool-to-relu-maxpool-96faa0fb13", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x))", generated_detail::prov149, {generated_detail::nodes + 1468, 2}, {generated_detail::nodes + 1470, 2}, {generated_detail::outs + 636, 1}, {generated_detail::outs + 637, 1}, 1, 3},
     // (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x))
-    {"relu-maxpool-to-relu-maxpool-69505f11f9-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x))", generated_detail::prov149, {generated_detail::nodes + 1472, 2}, {generated_detail::nodes + 1474, 2}, {generated_detail::outs + 638, 1}, {generated_detail::outs + 639, 1}, 1, 3},
-    // (concat{axis=0} (relu ?x) (relu ?y)) => (relu (concat{axis=0} ?x ?y))
-    {"relu-relu-concat-to-concat-relu-4c7140be1f", "(concat{axis=0} (relu ?x) (relu ?y)) => (relu (concat{axis=0} ?x ?y))", generated_detail::prov150, {generated_detail::nodes + 1476, 3}, {generated_detail::nodes + 1479, 2}, {generated_detail::outs + 640, 1}, {generated_detail::outs + 641, 1}, 2, 0},
-    // (relu (concat{axis=0} ?x ?y)) => (concat{axis=0} (relu ?x) (relu ?y))
-    {"relu-relu-concat-to-concat-relu-4c7140be1f-rev", "(relu (concat{axis=0} ?x ?y)) => (concat{axis=0} (relu ?x) (relu ?y))", generated_detail::prov150, {generated_detail::nodes + 1481, 2}, {generated_detail::nodes + 1483, 3}, {generated_detail::outs + 642, 1}, {generated_detail::outs + 643, 1}, 2, 0},
+    {"relu-maxpool-to-relu-maxpool-96faa0fb13-rev", "(maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=1} (relu ?x)) => (maxpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (relu ?x))", generated_detail::prov149, {generated_detail::nodes + 1472, 2}, {generated_detail::nodes + 1474, 2}, {generated_detail::outs + 638, 1}, {generated_detail::outs + 639, 1}, 1, 3},
     // (concat{axis=1} (relu ?x) (relu ?y)) => (relu (concat{axis=1} ?x ?y))
-    {"relu-relu-concat-to-concat-relu-c842d2d8d1", "(concat{axis=1} (relu ?x) (relu ?y)) => (relu (concat{axis=1} ?x ?y))", generated_detail::prov150, {generated_detail::nodes + 1486, 3}, {generated_detail::nodes + 1489, 2}, {generated_detail::outs + 644, 1}, {generated_detail::outs + 645, 1}, 2, 0},
+    {"relu-relu-concat-to-concat-relu-2c94d3105b", "(concat{axis=1} (relu ?x) (relu ?y)) => (relu (concat{axis=1} ?x ?y))", generated_detail::prov150, {generated_detail::nodes + 1476, 3}, {generated_detail::nodes + 1479, 2}, {generated_detail::outs + 640, 1}, {generated_detail::outs + 641, 1}, 2, 0},
     // (relu (concat{axis=1} ?x ?y)) => (concat{axis=1} (relu ?x) (relu ?y))
-    {"relu-relu-concat-to-concat-relu-c842d2d8d1-rev", "(relu (concat{axis=1} ?x ?y)) => (concat{axis=1} (relu ?x) (relu ?y))", generated_detail::prov150, {generated_detail::nodes + 1491, 2}, {generated_detail::nodes + 1493, 3}, {generated_detail::outs + 646, 1}, {generated_detail::outs + 647, 1}, 2, 0},
+    {"relu-relu-concat-to-concat-relu-2c94d3105b-rev", "(relu (concat{axis=1} ?x ?y)) => (concat{axis=1} (relu ?x) (relu ?y))", generated_detail::prov150, {generated_detail::nodes + 1481, 2}, {generated_detail::nodes + 1483, 3}, {generated_detail::outs + 642, 1}, {generated_detail::outs + 643, 1}, 2, 0},
+    // (concat{axis=0} (relu ?x) (relu ?y)) => (relu (concat{axis=0} ?x ?y))
+    {"relu-relu-concat-to-concat-relu-438d4ecc19", "(concat{axis=0} (relu ?x) (relu ?y)) => (relu (concat{axis=0} ?x ?y))", generated_detail::prov150, {generated_detail::nodes + 1486, 3}, {generated_detail::nodes + 1489, 2}, {generated_detail::outs + 644, 1}, {generated_detail::outs + 645, 1}, 2, 0},
+    // (relu (concat{axis=0} ?x ?y)) => (concat{axis=0} (relu ?x) (relu ?y))
+    {"relu-relu-concat-to-concat-relu-438d4ecc19-rev", "(relu (concat{axis=0} ?x ?y)) => (concat{axis=0} (relu ?x) (relu ?y))", generated_detail::prov150, {generated_detail::nodes + 1491, 2}, {generated_detail::nodes + 1493, 3}, {generated_detail::outs + 646, 1}, {generated_detail::outs + 647, 1}, 2, 0},
     // (relu (relu ?x)) => (relu ?x)
-    {"relu-relu-to-relu-2878027f61", "(relu (relu ?x)) => (relu ?x)", generated_detail::prov151, {generated_detail::nodes + 1496, 2}, {generated_detail::nodes + 1498, 1}, {generated_detail::outs + 648, 1}, {generated_detail::outs + 649, 1}, 1, 0},
+    {"relu-relu-to-relu-9e34d0363b", "(relu (relu ?x)) => (relu ?x)", generated_detail::prov151, {generated_detail::nodes + 1496, 2}, {generated_detail::nodes + 1498, 1}, {generated_detail::outs + 648, 1}, {generated_detail::outs + 649, 1}, 1, 0},
     // (relu ?x) => (relu (relu ?x))
-    {"relu-relu-to-relu-2878027f61-rev", "(relu ?x) => (relu (relu ?x))", generated_detail::prov151, {generated_detail::nodes + 1499, 1}, {generated_detail::nodes + 1500, 2}, {generated_detail::outs + 650, 1}, {generated_detail::outs + 651, 1}, 1, 0},
+    {"relu-relu-to-relu-9e34d0363b-rev", "(relu ?x) => (relu (relu ?x))", generated_detail::prov151, {generated_detail::nodes + 1499, 1}, {generated_detail::nodes + 1500, 2}, {generated_detail::outs + 650, 1}, {generated_detail::outs + 651, 1}, 1, 0},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)
-    {"smul-avgpool-avgpool-to-avgpool-avgpool-smul-c5fcdd8853", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov152, {generated_detail::nodes + 1502, 3}, {generated_detail::nodes + 1505, 3}, {generated_detail::outs + 652, 1}, {generated_detail::outs + 653, 1}, 2, 3},
+    {"smul-avgpool-avgpool-to-avgpool-avgpool-smul-dbd4c7cfe5", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov152, {generated_detail::nodes + 1502, 3}, {generated_detail::nodes + 1505, 3}, {generated_detail::outs + 652, 1}, {generated_detail::outs + 653, 1}, 2, 3},
     // (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
-    {"smul-avgpool-avgpool-to-avgpool-avgpool-smul-c5fcdd8853-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov152, {generated_detail::nodes + 1508, 3}, {generated_detail::nodes + 1511, 3}, {generated_detail::outs + 654, 1}, {generated_detail::outs + 655, 1}, 2, 3},
+    {"smul-avgpool-avgpool-to-avgpool-avgpool-smul-dbd4c7cfe5-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov152, {generated_detail::nodes + 1508, 3}, {generated_detail::nodes + 1511, 3}, {generated_detail::outs + 654, 1}, {generated_detail::outs + 655, 1}, 2, 3},
     // (ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)
-    {"smul-avgpool-ewadd-to-avgpool-ewadd-smul-37eac8b3cb", "(ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)", generated_detail::prov153, {generated_detail::nodes + 1514, 3}, {generated_detail::nodes + 1517, 3}, {generated_detail::outs + 656, 1}, {generated_detail::outs + 657, 1}, 2, 3},
+    {"smul-avgpool-ewadd-to-avgpool-ewadd-smul-760705d79d", "(ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)", generated_detail::prov153, {generated_detail::nodes + 1514, 3}, {generated_detail::nodes + 1517, 3}, {generated_detail::outs + 656, 1}, {generated_detail::outs + 657, 1}, 2, 3},
     // (smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
-    {"smul-avgpool-ewadd-to-avgpool-ewadd-smul-37eac8b3cb-rev", "(smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov153, {generated_detail::nodes + 1520, 3}, {generated_detail::nodes + 1523, 3}, {generated_detail::outs + 658, 1}, {generated_detail::outs + 659, 1}, 2, 3},
-    // (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)) ?z) => (smul (ewmul ?z (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-1026bd8417", "(ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)) ?z) => (smul (ewmul ?z (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov154, {generated_detail::nodes + 1526, 3}, {generated_detail::nodes + 1529, 3}, {generated_detail::outs + 660, 1}, {generated_detail::outs + 661, 1}, 3, 3},
-    // (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) ?z) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?y ?z)) ?x)
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-1026bd8417-rev", "(smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) ?z) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?y ?z)) ?x)", generated_detail::prov155, {generated_detail::nodes + 1532, 3}, {generated_detail::nodes + 1535, 3}, {generated_detail::outs + 662, 1}, {generated_detail::outs + 663, 1}, 3, 3},
-    // (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-5109949403", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov156, {generated_detail::nodes + 1538, 3}, {generated_detail::nodes + 1541, 3}, {generated_detail::outs + 664, 1}, {generated_detail::outs + 665, 1}, 2, 3},
-    // (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-5109949403-rev", "(smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov156, {generated_detail::nodes + 1544, 3}, {generated_detail::nodes + 1547, 3}, {generated_detail::outs + 666, 1}, {generated_detail::outs + 667, 1}, 2, 3},
+    {"smul-avgpool-ewadd-to-avgpool-ewadd-smul-760705d79d-rev", "(smul (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewadd (smul ?x ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov153, {generated_detail::nodes + 1520, 3}, {generated_detail::nodes + 1523, 3}, {generated_detail::outs + 658, 1}, {generated_detail::outs + 659, 1}, 2, 3},
     // (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-b466f70d47", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)", generated_detail::prov157, {generated_detail::nodes + 1550, 3}, {generated_detail::nodes + 1553, 3}, {generated_detail::outs + 668, 1}, {generated_detail::outs + 669, 1}, 2, 3},
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-124bb9af31", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y)", generated_detail::prov154, {generated_detail::nodes + 1526, 3}, {generated_detail::nodes + 1529, 3}, {generated_detail::outs + 660, 1}, {generated_detail::outs + 661, 1}, 2, 3},
     // (smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
-    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-b466f70d47-rev", "(smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov158, {generated_detail::nodes + 1556, 3}, {generated_detail::nodes + 1559, 3}, {generated_detail::outs + 670, 1}, {generated_detail::outs + 671, 1}, 2, 3},
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-124bb9af31-rev", "(smul (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?x) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov155, {generated_detail::nodes + 1532, 3}, {generated_detail::nodes + 1535, 3}, {generated_detail::outs + 662, 1}, {generated_detail::outs + 663, 1}, 2, 3},
+    // (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-5dbaa8d6f5", "(ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y))) => (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov156, {generated_detail::nodes + 1538, 3}, {generated_detail::nodes + 1541, 3}, {generated_detail::outs + 664, 1}, {generated_detail::outs + 665, 1}, 2, 3},
+    // (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-5dbaa8d6f5-rev", "(smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y) => (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)))", generated_detail::prov156, {generated_detail::nodes + 1544, 3}, {generated_detail::nodes + 1547, 3}, {generated_detail::outs + 666, 1}, {generated_detail::outs + 667, 1}, 2, 3},
+    // (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)) ?z) => (smul (ewmul ?z (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-be00870c71", "(ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?x ?y)) ?z) => (smul (ewmul ?z (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) ?y)", generated_detail::prov157, {generated_detail::nodes + 1550, 3}, {generated_detail::nodes + 1553, 3}, {generated_detail::outs + 668, 1}, {generated_detail::outs + 669, 1}, 3, 3},
+    // (smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) ?z) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?y ?z)) ?x)
+    {"smul-avgpool-ewmul-to-avgpool-ewmul-smul-be00870c71-rev", "(smul (ewmul ?x (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?y)) ?z) => (ewmul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (smul ?y ?z)) ?x)", generated_detail::prov158, {generated_detail::nodes + 1556, 3}, {generated_detail::nodes + 1559, 3}, {generated_detail::outs + 670, 1}, {generated_detail::outs + 671, 1}, 3, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))
-    {"smul-concat-avgpool-to-avgpool-smul-concat-41adc7755b", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))", generated_detail::prov159, {generated_detail::nodes + 1562, 3}, {generated_detail::nodes + 1565, 3}, {generated_detail::outs + 672, 1}, {generated_detail::outs + 673, 1}, 2, 3},
+    {"smul-concat-avgpool-to-avgpool-smul-concat-4a5ac752dd", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))", generated_detail::prov159, {generated_detail::nodes + 1562, 3}, {generated_detail::nodes + 1565, 3}, {generated_detail::outs + 672, 1}, {generated_detail::outs + 673, 1}, 2, 3},
     // (concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y)))
-    {"smul-concat-avgpool-to-avgpool-smul-concat-41adc7755b-rev", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y)))", generated_detail::prov159, {generated_detail::nodes + 1568, 3}, {generated_detail::nodes + 1571, 3}, {generated_detail::outs + 674, 1}, {generated_detail::outs + 675, 1}, 2, 3},
+    {"smul-concat-avgpool-to-avgpool-smul-concat-4a5ac752dd-rev", "(concat{axis=1} (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} ?x (smul ?x ?y)))", generated_detail::prov159, {generated_detail::nodes + 1568, 3}, {generated_detail::nodes + 1571, 3}, {generated_detail::outs + 674, 1}, {generated_detail::outs + 675, 1}, 2, 3},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))
-    {"smul-concat-avgpool-to-avgpool-smul-concat-9a5cde7ecb", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov159, {generated_detail::nodes + 1574, 3}, {generated_detail::nodes + 1577, 3}, {generated_detail::outs + 676, 1}, {generated_detail::outs + 677, 1}, 2, 3},
+    {"smul-concat-avgpool-to-avgpool-smul-concat-8f15d8268d", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x))", generated_detail::prov159, {generated_detail::nodes + 1574, 3}, {generated_detail::nodes + 1577, 3}, {generated_detail::outs + 676, 1}, {generated_detail::outs + 677, 1}, 2, 3},
     // (concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x))
-    {"smul-concat-avgpool-to-avgpool-smul-concat-9a5cde7ecb-rev", "(concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x))", generated_detail::prov159, {generated_detail::nodes + 1580, 3}, {generated_detail::nodes + 1583, 3}, {generated_detail::outs + 678, 1}, {generated_detail::outs + 679, 1}, 2, 3},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) ?y)
-    {"smul-conv2d-to-conv2d-smul-37fffec2cf", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) ?y)", generated_detail::prov160, {generated_detail::nodes + 1586, 2}, {generated_detail::nodes + 1588, 2}, {generated_detail::outs + 680, 1}, {generated_detail::outs + 681, 1}, 3, 5},
-    // (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)
-    {"smul-conv2d-to-conv2d-smul-37fffec2cf-rev", "(smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov161, {generated_detail::nodes + 1590, 2}, {generated_detail::nodes + 1592, 2}, {generated_detail::outs + 682, 1}, {generated_detail::outs + 683, 1}, 3, 5},
+    {"smul-concat-avgpool-to-avgpool-smul-concat-8f15d8268d-rev", "(concat{axis=1} (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y) (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (concat{axis=1} (smul ?x ?y) ?x))", generated_detail::prov159, {generated_detail::nodes + 1580, 3}, {generated_detail::nodes + 1583, 3}, {generated_detail::outs + 678, 1}, {generated_detail::outs + 679, 1}, 2, 3},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z)
-    {"smul-conv2d-to-conv2d-smul-5845ad0eeb", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z)", generated_detail::prov162, {generated_detail::nodes + 1594, 2}, {generated_detail::nodes + 1596, 2}, {generated_detail::outs + 684, 1}, {generated_detail::outs + 685, 1}, 3, 5},
+    {"smul-conv2d-to-conv2d-smul-ce55f45e2d", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z)", generated_detail::prov160, {generated_detail::nodes + 1586, 2}, {generated_detail::nodes + 1588, 2}, {generated_detail::outs + 680, 1}, {generated_detail::outs + 681, 1}, 3, 5},
     // (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z))
-    {"smul-conv2d-to-conv2d-smul-5845ad0eeb-rev", "(smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z))", generated_detail::prov162, {generated_detail::nodes + 1598, 2}, {generated_detail::nodes + 1600, 2}, {generated_detail::outs + 686, 1}, {generated_detail::outs + 687, 1}, 3, 5},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))
-    {"smul-conv2d-to-smul-conv2d-0ca91608b5", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))", generated_detail::prov163, {generated_detail::nodes + 1602, 2}, {generated_detail::nodes + 1604, 2}, {generated_detail::outs + 688, 1}, {generated_detail::outs + 689, 1}, 3, 5},
-    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)
-    {"smul-conv2d-to-smul-conv2d-0ca91608b5-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov164, {generated_detail::nodes + 1606, 2}, {generated_detail::nodes + 1608, 2}, {generated_detail::outs + 690, 1}, {generated_detail::outs + 691, 1}, 3, 5},
+    {"smul-conv2d-to-conv2d-smul-ce55f45e2d-rev", "(smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z))", generated_detail::prov160, {generated_detail::nodes + 1590, 2}, {generated_detail::nodes + 1592, 2}, {generated_detail::outs + 682, 1}, {generated_detail::outs + 683, 1}, 3, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) ?y)
+    {"smul-conv2d-to-conv2d-smul-ff7565e559", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?z) ?y)", generated_detail::prov161, {generated_detail::nodes + 1594, 2}, {generated_detail::nodes + 1596, 2}, {generated_detail::outs + 684, 1}, {generated_detail::outs + 685, 1}, 3, 5},
+    // (smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)
+    {"smul-conv2d-to-conv2d-smul-ff7565e559-rev", "(smul (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov162, {generated_detail::nodes + 1598, 2}, {generated_detail::nodes + 1600, 2}, {generated_detail::outs + 686, 1}, {generated_detail::outs + 687, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))
-    {"smul-conv2d-to-smul-conv2d-7e58345c7d", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))", generated_detail::prov165, {generated_detail::nodes + 1610, 2}, {generated_detail::nodes + 1612, 2}, {generated_detail::outs + 692, 1}, {generated_detail::outs + 693, 1}, 3, 5},
+    {"smul-conv2d-to-smul-conv2d-2775d569ef", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))", generated_detail::prov163, {generated_detail::nodes + 1602, 2}, {generated_detail::nodes + 1604, 2}, {generated_detail::outs + 688, 1}, {generated_detail::outs + 689, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)
-    {"smul-conv2d-to-smul-conv2d-7e58345c7d-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov166, {generated_detail::nodes + 1614, 2}, {generated_detail::nodes + 1616, 2}, {generated_detail::outs + 694, 1}, {generated_detail::outs + 695, 1}, 3, 5},
+    {"smul-conv2d-to-smul-conv2d-2775d569ef-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov164, {generated_detail::nodes + 1606, 2}, {generated_detail::nodes + 1608, 2}, {generated_detail::outs + 690, 1}, {generated_detail::outs + 691, 1}, 3, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))
+    {"smul-conv2d-to-smul-conv2d-fcab115aaf", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?y) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?z ?y))", generated_detail::prov165, {generated_detail::nodes + 1610, 2}, {generated_detail::nodes + 1612, 2}, {generated_detail::outs + 692, 1}, {generated_detail::outs + 693, 1}, 3, 5},
+    // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)
+    {"smul-conv2d-to-smul-conv2d-fcab115aaf-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x (smul ?y ?z)) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} (smul ?x ?z) ?y)", generated_detail::prov166, {generated_detail::nodes + 1614, 2}, {generated_detail::nodes + 1616, 2}, {generated_detail::outs + 694, 1}, {generated_detail::outs + 695, 1}, 3, 5},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y))) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))
-    {"smul-ewadd-avgpool-to-avgpool-smul-ewadd-5043c1febd", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y))) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))", generated_detail::prov167, {generated_detail::nodes + 1618, 3}, {generated_detail::nodes + 1621, 3}, {generated_detail::outs + 696, 1}, {generated_detail::outs + 697, 1}, 2, 3},
+    {"smul-ewadd-avgpool-to-avgpool-smul-ewadd-e813a4c5d7", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y))) => (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y))", generated_detail::prov167, {generated_detail::nodes + 1618, 3}, {generated_detail::nodes + 1621, 3}, {generated_detail::outs + 696, 1}, {generated_detail::outs + 697, 1}, 2, 3},
     // (ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y)))
-    {"smul-ewadd-avgpool-to-avgpool-smul-ewadd-5043c1febd-rev", "(ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y)))", generated_detail::prov167, {generated_detail::nodes + 1624, 3}, {generated_detail::nodes + 1627, 3}, {generated_detail::outs + 698, 1}, {generated_detail::outs + 699, 1}, 2, 3},
+    {"smul-ewadd-avgpool-to-avgpool-smul-ewadd-e813a4c5d7-rev", "(ewadd (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} ?x) ?y)) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewadd ?x (smul ?x ?y)))", generated_detail::prov167, {generated_detail::nodes + 1624, 3}, {generated_detail::nodes + 1627, 3}, {generated_detail::outs + 698, 1}, {generated_detail::outs + 699, 1}, 2, 3},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?y)) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))
-    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-895999aafe", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?y)) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov168, {generated_detail::nodes + 1630, 3}, {generated_detail::nodes + 1633, 3}, {generated_detail::outs + 700, 1}, {generated_detail::outs + 701, 1}, 3, 5},
+    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-47cbcc52c4", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?y)) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov168, {generated_detail::nodes + 1630, 3}, {generated_detail::nodes + 1633, 3}, {generated_detail::outs + 700, 1}, {generated_detail::outs + 701, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?z)) ?y)
-    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-895999aafe-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?z)) ?y)", generated_detail::prov168, {generated_detail::nodes + 1636, 3}, {generated_detail::nodes + 1639, 3}, {generated_detail::outs + 702, 1}, {generated_detail::outs + 703, 1}, 3, 5},
+    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-47cbcc52c4-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd ?x (smul ?x ?z)) ?y)", generated_detail::prov168, {generated_detail::nodes + 1636, 3}, {generated_detail::nodes + 1639, 3}, {generated_detail::outs + 702, 1}, {generated_detail::outs + 703, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?y) ?x) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))
-    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-ba3ad7ca50", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?y) ?x) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov169, {generated_detail::nodes + 1642, 3}, {generated_detail::nodes + 1645, 3}, {generated_detail::outs + 704, 1}, {generated_detail::outs + 705, 1}, 3, 5},
+    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-99caf7f2ce", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?y) ?x) ?z) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov169, {generated_detail::nodes + 1642, 3}, {generated_detail::nodes + 1645, 3}, {generated_detail::outs + 704, 1}, {generated_detail::outs + 705, 1}, 3, 5},
     // (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?z) ?x) ?y)
-    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-ba3ad7ca50-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?z) ?x) ?y)", generated_detail::prov169, {generated_detail::nodes + 1648, 3}, {generated_detail::nodes + 1651, 3}, {generated_detail::outs + 706, 1}, {generated_detail::outs + 707, 1}, 3, 5},
+    {"smul-ewadd-conv2d-to-smul-ewadd-conv2d-99caf7f2ce-rev", "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x (ewadd ?y (smul ?y ?z))) => (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} (ewadd (smul ?x ?z) ?x) ?y)", generated_detail::prov169, {generated_detail::nodes + 1648, 3}, {generated_detail::nodes + 1651, 3}, {generated_detail::outs + 706, 1}, {generated_detail::outs + 707, 1}, 3, 5},
     // (ewmul (ewadd ?x (smul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (smul ?z ?y)))
-    {"smul-ewadd-ewmul-to-smul-ewadd-ewmul-9b3c6653ac", "(ewmul (ewadd ?x (smul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov170, {generated_detail::nodes + 1654, 3}, {generated_detail::nodes + 1657, 3}, {generated_detail::outs + 708, 1}, {generated_detail::outs + 709, 1}, 3, 0},
+    {"smul-ewadd-ewmul-to-smul-ewadd-ewmul-f66a5f3b2a", "(ewmul (ewadd ?x (smul ?x ?y)) ?z) => (ewmul ?x (ewadd ?z (smul ?z ?y)))", generated_detail::prov170, {generated_detail::nodes + 1654, 3}, {generated_detail::nodes + 1657, 3}, {generated_detail::outs + 708, 1}, {generated_detail::outs + 709, 1}, 3, 0},
     // (ewmul ?x (ewadd ?y (smul ?y ?z))) => (ewmul (ewadd ?x (smul ?x ?z)) ?y)
-    {"smul-ewadd-ewmul-to-smul-ewadd-ewmul-9b3c6653ac-rev", "(ewmul ?x (ewadd ?y (smul ?y ?z))) => (ewmul (ewadd ?x (smul ?x ?z)) ?y)", generated_detail::prov170, {generated_detail::nodes + 1660, 3}, {generated_detail::nodes + 1663, 3}, {generated_detail::outs + 710, 1}, {generated_detail::outs + 711, 1}, 3, 0},
+    {"smul-ewadd-ewmul-to-smul-ewadd-ewmul-f66a5f3b2a-rev", "(ewmul ?x (ewadd ?y (smul ?y ?z))) => (ewmul (ewadd ?x (smul ?x ?z)) ?y)", generated_detail::prov170, {generated_detail::nodes + 1660, 3}, {generated_detail::nodes + 1663, 3}, {generated_detail::outs + 710, 1}, {generated_detail::outs + 711, 1}, 3, 0},
     // (matmul{act=0} (smul ?x ?y) (ewadd ?z ?w)) => (matmul{act=0} ?x (smul (ewadd ?w ?z) ?y))
-    {"smul-ewadd-matmul-to-ewadd-smul-matmul-ba32079c03", "(matmul{act=0} (smul ?x ?y) (ewadd ?z ?w)) => (matmul{act=0} ?x (smul (ewadd ?w ?z) ?y))", generated_detail::prov171, {generated_detail::nodes + 1666, 3}, {generated_detail::nodes + 1669, 3}, {generated_detail::outs + 712, 1}, {generated_detail::outs + 713, 1}, 4, 0},
+    {"smul-ewadd-matmul-to-ewadd-smul-matmul-2ed26f3c55", "(matmul{act=0} (smul ?x ?y) (ewadd ?z ?w)) => (matmul{act=0} ?x (smul (ewadd ?w ?z) ?y))", generated_detail::prov171, {generated_detail::nodes + 1666, 3}, {generated_detail::nodes + 1669, 3}, {generated_detail::outs + 712, 1}, {generated_detail::outs + 713, 1}, 4, 0},
     // (matmul{act=0} ?x (smul (ewadd ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewadd ?z ?y))
-    {"smul-ewadd-matmul-to-ewadd-smul-matmul-ba32079c03-rev", "(matmul{act=0} ?x (smul (ewadd ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewadd ?z ?y))", generated_detail::prov171, {generated_detail::nodes + 1672, 3}, {generated_detail::nodes + 1675, 3}, {generated_detail::outs + 714, 1}, {generated_detail::outs + 715, 1}, 4, 0},
-    // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z)
-    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-38e79524fb", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z)", generated_detail::prov172, {generated_detail::nodes + 1678, 3}, {generated_detail::nodes + 1681, 3}, {generated_detail::outs + 716, 1}, {generated_detail::outs + 717, 1}, 3, 3},
-    // (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z)))
-    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-38e79524fb-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z)))", generated_detail::prov172, {generated_detail::nodes + 1684, 3}, {generated_detail::nodes + 1687, 3}, {generated_detail::outs + 718, 1}, {generated_detail::outs + 719, 1}, 3, 3},
+    {"smul-ewadd-matmul-to-ewadd-smul-matmul-2ed26f3c55-rev", "(matmul{act=0} ?x (smul (ewadd ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewadd ?z ?y))", generated_detail::prov171, {generated_detail::nodes + 1672, 3}, {generated_detail::nodes + 1675, 3}, {generated_detail::outs + 714, 1}, {generated_detail::outs + 715, 1}, 4, 0},
     // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y ?x)) ?z)
-    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-a94a07a367", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y ?x)) ?z)", generated_detail::prov173, {generated_detail::nodes + 1690, 3}, {generated_detail::nodes + 1693, 3}, {generated_detail::outs + 720, 1}, {generated_detail::outs + 721, 1}, 3, 3},
+    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-83ea74ed21", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y ?x)) ?z)", generated_detail::prov172, {generated_detail::nodes + 1678, 3}, {generated_detail::nodes + 1681, 3}, {generated_detail::outs + 716, 1}, {generated_detail::outs + 717, 1}, 3, 3},
     // (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y (smul ?x ?z)))
-    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-a94a07a367-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y (smul ?x ?z)))", generated_detail::prov174, {generated_detail::nodes + 1696, 3}, {generated_detail::nodes + 1699, 3}, {generated_detail::outs + 722, 1}, {generated_detail::outs + 723, 1}, 3, 3},
+    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-83ea74ed21-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?y (smul ?x ?z)))", generated_detail::prov173, {generated_detail::nodes + 1684, 3}, {generated_detail::nodes + 1687, 3}, {generated_detail::outs + 718, 1}, {generated_detail::outs + 719, 1}, 3, 3},
+    // (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z)
+    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-b3405e95fd", "(avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z))) => (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z)", generated_detail::prov174, {generated_detail::nodes + 1690, 3}, {generated_detail::nodes + 1693, 3}, {generated_detail::outs + 720, 1}, {generated_detail::outs + 721, 1}, 3, 3},
+    // (smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z)))
+    {"smul-ewmul-avgpool-to-ewmul-avgpool-smul-b3405e95fd-rev", "(smul (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x ?y)) ?z) => (avgpool{kh=3,kw=3,stride_h=$1,stride_w=$2,pad=$0,act=0} (ewmul ?x (smul ?y ?z)))", generated_detail::prov174, {generated_detail::nodes + 1696, 3}, {generated_detail::nodes + 1699, 3}, {generated_detail::outs + 722, 1}, {generated_detail::outs + 723, 1}, 3, 3},
     // (ewmul ?x (ewmul ?y (smul ?z ?w))) => (smul (ewmul ?y (ewmul ?x ?z)) ?w)
-    {"smul-ewmul-ewmul-to-ewmul-ewmul-smul-442e0c51ff", "(ewmul ?x (ewmul ?y (smul ?z ?w))) => (smul (ewmul ?y (ewmul ?x ?z)) ?w)", generated_detail::prov175, {generated_detail::nodes + 1702, 3}, {generated_detail::nodes + 1705, 3}, {generated_detail::outs + 724, 1}, {generated_detail::outs + 725, 1}, 4, 0},
+    {"smul-ewmul-ewmul-to-ewmul-ewmul-smul-42228a33c1", "(ewmul ?x (ewmul ?y (smul ?z ?w))) => (smul (ewmul ?y (ewmul ?x ?z)) ?w)", generated_detail::prov175, {generated_detail::nodes + 1702, 3}, {generated_detail::nodes + 1705, 3}, {generated_detail::outs + 724, 1}, {generated_detail::outs + 725, 1}, 4, 0},
     // (smul (ewmul ?x (ewmul ?y ?z)) ?w) => (ewmul ?y (ewmul ?x (smul ?z ?w)))
-    {"smul-ewmul-ewmul-to-ewmul-ewmul-smul-442e0c51ff-rev", "(smul (ewmul ?x (ewmul ?y ?z)) ?w) => (ewmul ?y (ewmul ?x (smul ?z ?w)))", generated_detail::prov175, {generated_detail::nodes + 1708, 3}, {generated_detail::nodes + 1711, 3}, {generated_detail::outs + 726, 1}, {generated_detail::outs + 727, 1}, 4, 0},
-    // (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y) => (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z))
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-168005ecaf", "(matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y) => (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z))", generated_detail::prov176, {generated_detail::nodes + 1714, 3}, {generated_detail::nodes + 1717, 3}, {generated_detail::outs + 728, 1}, {generated_detail::outs + 729, 1}, 3, 0},
-    // (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y)
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-168005ecaf-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y)", generated_detail::prov176, {generated_detail::nodes + 1720, 3}, {generated_detail::nodes + 1723, 3}, {generated_detail::outs + 730, 1}, {generated_detail::outs + 731, 1}, 3, 0},
+    {"smul-ewmul-ewmul-to-ewmul-ewmul-smul-42228a33c1-rev", "(smul (ewmul ?x (ewmul ?y ?z)) ?w) => (ewmul ?y (ewmul ?x (smul ?z ?w)))", generated_detail::prov175, {generated_detail::nodes + 1708, 3}, {generated_detail::nodes + 1711, 3}, {generated_detail::outs + 726, 1}, {generated_detail::outs + 727, 1}, 4, 0},
     // (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?w) => (matmul{act=0} (ewmul ?x ?y) (smul ?w ?z))
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-aa827f617f", "(matmul{act=0} (ewmul ?x (smul ?y ?z)) ?w) => (matmul{act=0} (ewmul ?x ?y) (smul ?w ?z))", generated_detail::prov177, {generated_detail::nodes + 1726, 3}, {generated_detail::nodes + 1729, 3}, {generated_detail::outs + 732, 1}, {generated_detail::outs + 733, 1}, 4, 0},
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-501af69471", "(matmul{act=0} (ewmul ?x (smul ?y ?z)) ?w) => (matmul{act=0} (ewmul ?x ?y) (smul ?w ?z))", generated_detail::prov176, {generated_detail::nodes + 1714, 3}, {generated_detail::nodes + 1717, 3}, {generated_detail::outs + 728, 1}, {generated_detail::outs + 729, 1}, 4, 0},
     // (matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (ewmul ?x (smul ?y ?w)) ?z)
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-aa827f617f-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (ewmul ?x (smul ?y ?w)) ?z)", generated_detail::prov177, {generated_detail::nodes + 1732, 3}, {generated_detail::nodes + 1735, 3}, {generated_detail::outs + 734, 1}, {generated_detail::outs + 735, 1}, 4, 0},
-    // (matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (smul (ewmul ?w ?z) ?y))
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-bbdb525bdf", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (smul (ewmul ?w ?z) ?y))", generated_detail::prov178, {generated_detail::nodes + 1738, 3}, {generated_detail::nodes + 1741, 3}, {generated_detail::outs + 736, 1}, {generated_detail::outs + 737, 1}, 4, 0},
-    // (matmul{act=0} ?x (smul (ewmul ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewmul ?z ?y))
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-bbdb525bdf-rev", "(matmul{act=0} ?x (smul (ewmul ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewmul ?z ?y))", generated_detail::prov178, {generated_detail::nodes + 1744, 3}, {generated_detail::nodes + 1747, 3}, {generated_detail::outs + 738, 1}, {generated_detail::outs + 739, 1}, 4, 0},
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-501af69471-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?z ?w)) => (matmul{act=0} (ewmul ?x (smul ?y ?w)) ?z)", generated_detail::prov176, {generated_detail::nodes + 1720, 3}, {generated_detail::nodes + 1723, 3}, {generated_detail::outs + 730, 1}, {generated_detail::outs + 731, 1}, 4, 0},
     // (matmul{act=0} (ewmul (smul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?z ?x) (smul ?x ?y))
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-c26e96eefb", "(matmul{act=0} (ewmul (smul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?z ?x) (smul ?x ?y))", generated_detail::prov179, {generated_detail::nodes + 1750, 3}, {generated_detail::nodes + 1753, 3}, {generated_detail::outs + 740, 1}, {generated_detail::outs + 741, 1}, 3, 0},
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-883f2a8ae5", "(matmul{act=0} (ewmul (smul ?x ?y) ?z) ?x) => (matmul{act=0} (ewmul ?z ?x) (smul ?x ?y))", generated_detail::prov177, {generated_detail::nodes + 1726, 3}, {generated_detail::nodes + 1729, 3}, {generated_detail::outs + 732, 1}, {generated_detail::outs + 733, 1}, 3, 0},
     // (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul (smul ?y ?z) ?x) ?y)
-    {"smul-ewmul-matmul-to-ewmul-smul-matmul-c26e96eefb-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul (smul ?y ?z) ?x) ?y)", generated_detail::prov179, {generated_detail::nodes + 1756, 3}, {generated_detail::nodes + 1759, 3}, {generated_detail::outs + 742, 1}, {generated_detail::outs + 743, 1}, 3, 0},
-    // (matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (ewmul ?z (smul ?w ?y)))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-4461a52723", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (ewmul ?z (smul ?w ?y)))", generated_detail::prov180, {generated_detail::nodes + 1762, 3}, {generated_detail::nodes + 1765, 3}, {generated_detail::outs + 744, 1}, {generated_detail::outs + 745, 1}, 4, 0},
-    // (matmul{act=0} ?x (ewmul ?y (smul ?z ?w))) => (matmul{act=0} (smul ?x ?w) (ewmul ?y ?z))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-4461a52723-rev", "(matmul{act=0} ?x (ewmul ?y (smul ?z ?w))) => (matmul{act=0} (smul ?x ?w) (ewmul ?y ?z))", generated_detail::prov180, {generated_detail::nodes + 1768, 3}, {generated_detail::nodes + 1771, 3}, {generated_detail::outs + 746, 1}, {generated_detail::outs + 747, 1}, 4, 0},
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-883f2a8ae5-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul (smul ?y ?z) ?x) ?y)", generated_detail::prov177, {generated_detail::nodes + 1732, 3}, {generated_detail::nodes + 1735, 3}, {generated_detail::outs + 734, 1}, {generated_detail::outs + 735, 1}, 3, 0},
+    // (matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (smul (ewmul ?w ?z) ?y))
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-90e06d3029", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (smul (ewmul ?w ?z) ?y))", generated_detail::prov178, {generated_detail::nodes + 1738, 3}, {generated_detail::nodes + 1741, 3}, {generated_detail::outs + 736, 1}, {generated_detail::outs + 737, 1}, 4, 0},
+    // (matmul{act=0} ?x (smul (ewmul ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewmul ?z ?y))
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-90e06d3029-rev", "(matmul{act=0} ?x (smul (ewmul ?y ?z) ?w)) => (matmul{act=0} (smul ?x ?w) (ewmul ?z ?y))", generated_detail::prov178, {generated_detail::nodes + 1744, 3}, {generated_detail::nodes + 1747, 3}, {generated_detail::outs + 738, 1}, {generated_detail::outs + 739, 1}, 4, 0},
+    // (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y) => (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z))
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-98d09e85f1", "(matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y) => (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z))", generated_detail::prov179, {generated_detail::nodes + 1750, 3}, {generated_detail::nodes + 1753, 3}, {generated_detail::outs + 740, 1}, {generated_detail::outs + 741, 1}, 3, 0},
+    // (matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y)
+    {"smul-ewmul-matmul-to-ewmul-smul-matmul-98d09e85f1-rev", "(matmul{act=0} (ewmul ?x ?y) (smul ?y ?z)) => (matmul{act=0} (ewmul ?x (smul ?y ?z)) ?y)", generated_detail::prov179, {generated_detail::nodes + 1756, 3}, {generated_detail::nodes + 1759, 3}, {generated_detail::outs + 742, 1}, {generated_detail::outs + 743, 1}, 3, 0},
     // (matmul{act=0} (smul ?x ?y) (ewmul ?z ?x)) => (matmul{act=0} ?x (ewmul ?z (smul ?x ?y)))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-6381700615", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?x)) => (matmul{act=0} ?x (ewmul ?z (smul ?x ?y)))", generated_detail::prov181, {generated_detail::nodes + 1774, 3}, {generated_detail::nodes + 1777, 3}, {generated_detail::outs + 748, 1}, {generated_detail::outs + 749, 1}, 3, 0},
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-58f89bf0b7", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?x)) => (matmul{act=0} ?x (ewmul ?z (smul ?x ?y)))", generated_detail::prov180, {generated_detail::nodes + 1762, 3}, {generated_detail::nodes + 1765, 3}, {generated_detail::outs + 744, 1}, {generated_detail::outs + 745, 1}, 3, 0},
     // (matmul{act=0} ?x (ewmul ?y (smul ?x ?z))) => (matmul{act=0} (smul ?x ?z) (ewmul ?y ?x))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-6381700615-rev", "(matmul{act=0} ?x (ewmul ?y (smul ?x ?z))) => (matmul{act=0} (smul ?x ?z) (ewmul ?y ?x))", generated_detail::prov181, {generated_detail::nodes + 1780, 3}, {generated_detail::nodes + 1783, 3}, {generated_detail::outs + 750, 1}, {generated_detail::outs + 751, 1}, 3, 0},
-    // (tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-6ad836708f", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov182, {generated_detail::nodes + 1786, 3}, {generated_detail::nodes + 1789, 3}, {generated_detail::outs + 752, 2}, {generated_detail::outs + 754, 2}, 3, 0},
-    // (tuple (ewmul ?x (smul ?y ?z)) (matmul{act=0} (smul ?y ?z) ?x)) => (tuple (ewmul (smul ?x ?z) ?y) (matmul{act=0} ?y (smul ?x ?z)))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-6ad836708f-rev", "(tuple (ewmul ?x (smul ?y ?z)) (matmul{act=0} (smul ?y ?z) ?x)) => (tuple (ewmul (smul ?x ?z) ?y) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov182, {generated_detail::nodes + 1792, 3}, {generated_detail::nodes + 1795, 3}, {generated_detail::outs + 756, 2}, {generated_detail::outs + 758, 2}, 3, 0},
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-58f89bf0b7-rev", "(matmul{act=0} ?x (ewmul ?y (smul ?x ?z))) => (matmul{act=0} (smul ?x ?z) (ewmul ?y ?x))", generated_detail::prov180, {generated_detail::nodes + 1768, 3}, {generated_detail::nodes + 1771, 3}, {generated_detail::outs + 746, 1}, {generated_detail::outs + 747, 1}, 3, 0},
     // (tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} (smul ?x ?y) ?z)) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} ?x (smul ?z ?y)))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-cc89b4283b", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} (smul ?x ?y) ?z)) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} ?x (smul ?z ?y)))", generated_detail::prov183, {generated_detail::nodes + 1798, 3}, {generated_detail::nodes + 1801, 3}, {generated_detail::outs + 760, 2}, {generated_detail::outs + 762, 2}, 3, 0},
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-73fc46cd5d", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} (smul ?x ?y) ?z)) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} ?x (smul ?z ?y)))", generated_detail::prov181, {generated_detail::nodes + 1774, 3}, {generated_detail::nodes + 1777, 3}, {generated_detail::outs + 748, 2}, {generated_detail::outs + 750, 2}, 3, 0},
     // (tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} (smul ?z ?y) ?x))
-    {"smul-ewmul-matmul-to-smul-ewmul-matmul-cc89b4283b-rev", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov183, {generated_detail::nodes + 1804, 3}, {generated_detail::nodes + 1807, 3}, {generated_detail::outs + 764, 2}, {generated_detail::outs + 766, 2}, 3, 0},
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-73fc46cd5d-rev", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul (smul ?z ?y) ?x) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov181, {generated_detail::nodes + 1780, 3}, {generated_detail::nodes + 1783, 3}, {generated_detail::outs + 752, 2}, {generated_detail::outs + 754, 2}, 3, 0},
+    // (matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (ewmul ?z (smul ?w ?y)))
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-dbc1a06ddd", "(matmul{act=0} (smul ?x ?y) (ewmul ?z ?w)) => (matmul{act=0} ?x (ewmul ?z (smul ?w ?y)))", generated_detail::prov182, {generated_detail::nodes + 1786, 3}, {generated_detail::nodes + 1789, 3}, {generated_detail::outs + 756, 1}, {generated_detail::outs + 757, 1}, 4, 0},
+    // (matmul{act=0} ?x (ewmul ?y (smul ?z ?w))) => (matmul{act=0} (smul ?x ?w) (ewmul ?y ?z))
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-dbc1a06ddd-rev", "(matmul{act=0} ?x (ewmul ?y (smul ?z ?w))) => (matmul{act=0} (smul ?x ?w) (ewmul ?y ?z))", generated_detail::prov182, {generated_detail::nodes + 1792, 3}, {generated_detail::nodes + 1795, 3}, {generated_detail::outs + 758, 1}, {generated_detail::outs + 759, 1}, 4, 0},
+    // (tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-e30abfaca9", "(tuple (ewmul (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (ewmul ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov183, {generated_detail::nodes + 1798, 3}, {generated_detail::nodes + 1801, 3}, {generated_detail::outs + 760, 2}, {generated_detail::outs + 762, 2}, 3, 0},
+    // (tuple (ewmul ?x (smul ?y ?z)) (matmul{act=0} (smul ?y ?z) ?x)) => (tuple (ewmul (smul ?x ?z) ?y) (matmul{act=0} ?y (smul ?x ?z)))
+    {"smul-ewmul-matmul-to-smul-ewmul-matmul-e30abfaca9-rev", "(tuple (ewmul ?x (smul ?y ?z)) (matmul{act=0} (smul ?y ?z) ?x)) => (tuple (ewmul (smul ?x ?z) ?y) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov183, {generated_detail::nodes + 1804, 3}, {generated_detail::nodes + 1807, 3}, {generated_detail::outs + 764, 2}, {generated_detail::outs + 766, 2}, 3, 0},
     // (ewmul (smul ?x ?y) ?z) => (smul (ewmul ?x ?z) ?y)
-    {"smul-ewmul-to-ewmul-smul-ee1ad8d87b", "(ewmul (smul ?x ?y) ?z) => (smul (ewmul ?x ?z) ?y)", generated_detail::prov184, {generated_detail::nodes + 1810, 2}, {generated_detail::nodes + 1812, 2}, {generated_detail::outs + 768, 1}, {generated_detail::outs + 769, 1}, 3, 0},
+    {"smul-ewmul-to-ewmul-smul-76f989aec5", "(ewmul (smul ?x ?y) ?z) => (smul (ewmul ?x ?z) ?y)", generated_detail::prov184, {generated_detail::nodes + 1810, 2}, {generated_detail::nodes + 1812, 2}, {generated_detail::outs + 768, 1}, {generated_detail::outs + 769, 1}, 3, 0},
     // (smul (ewmul ?x ?y) ?z) => (ewmul (smul ?x ?z) ?y)
-    {"smul-ewmul-to-ewmul-smul-ee1ad8d87b-rev", "(smul (ewmul ?x ?y) ?z) => (ewmul (smul ?x ?z) ?y)", generated_detail::prov184, {generated_detail::nodes + 1814, 2}, {generated_detail::nodes + 1816, 2}, {generated_detail::outs + 770, 1}, {generated_detail::outs + 771, 1}, 3, 0},
+    {"smul-ewmul-to-ewmul-smul-76f989aec5-rev", "(smul (ewmul ?x ?y) ?z) => (ewmul (smul ?x ?z) ?y)", generated_detail::prov184, {generated_detail::nodes + 1814, 2}, {generated_detail::nodes + 1816, 2}, {generated_detail::outs + 770, 1}, {generated_detail::outs + 771, 1}, 3, 0},
     // (ewmul (smul ?x ?y) ?z) => (ewmul ?x (smul ?z ?y))
-    {"smul-ewmul-to-smul-ewmul-c334f62741", "(ewmul (smul ?x ?y) ?z) => (ewmul ?x (smul ?z ?y))", generated_detail::prov185, {generated_detail::nodes + 1818, 2}, {generated_detail::nodes + 1820, 2}, {generated_detail::outs + 772, 1}, {generated_detail::outs + 773, 1}, 3, 0},
+    {"smul-ewmul-to-smul-ewmul-6b2ec55fdb", "(ewmul (smul ?x ?y) ?z) => (ewmul ?x (smul ?z ?y))", generated_detail::prov185, {generated_detail::nodes + 1818, 2}, {generated_detail::nodes + 1820, 2}, {generated_detail::outs + 772, 1}, {generated_detail::outs + 773, 1}, 3, 0},
     // (ewmul ?x (smul ?y ?z)) => (ewmul (smul ?x ?z) ?y)
-    {"smul-ewmul-to-smul-ewmul-c334f62741-rev", "(ewmul ?x (smul ?y ?z)) => (ewmul (smul ?x ?z) ?y)", generated_detail::prov185, {generated_detail::nodes + 1822, 2}, {generated_detail::nodes + 1824, 2}, {generated_detail::outs + 774, 1}, {generated_detail::outs + 775, 1}, 3, 0},
+    {"smul-ewmul-to-smul-ewmul-6b2ec55fdb-rev", "(ewmul ?x (smul ?y ?z)) => (ewmul (smul ?x ?z) ?y)", generated_detail::prov185, {generated_detail::nodes + 1822, 2}, {generated_detail::nodes + 1824, 2}, {generated_detail::outs + 774, 1}, {generated_detail::outs + 775, 1}, 3, 0},
     // (ewmul (smul ?x ?y) ?z) => (ewmul (smul ?z ?y) ?x)
-    {"smul-ewmul-to-smul-ewmul-c4e2fae013", "(ewmul (smul ?x ?y) ?z) => (ewmul (smul ?z ?y) ?x)", generated_detail::prov186, {generated_detail::nodes + 1826, 2}, {generated_detail::nodes + 1828, 2}, {generated_detail::outs + 776, 1}, {generated_detail::outs + 777, 1}, 3, 0},
+    {"smul-ewmul-to-smul-ewmul-e1c4168915", "(ewmul (smul ?x ?y) ?z) => (ewmul (smul ?z ?y) ?x)", generated_detail::prov186, {generated_detail::nodes + 1826, 2}, {generated_detail::nodes + 1828, 2}, {generated_detail::outs + 776, 1}, {generated_detail::outs + 777, 1}, 3, 0},
     // (concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z)
-    {"smul-matmul-concat-to-matmul-concat-smul-06a3911e9d", "(concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov187, {generated_detail::nodes + 1830, 3}, {generated_detail::nodes + 1833, 3}, {generated_detail::outs + 778, 1}, {generated_detail::outs + 779, 1}, 3, 0},
+    {"smul-matmul-concat-to-matmul-concat-smul-18c889d937", "(concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov187, {generated_detail::nodes + 1830, 3}, {generated_detail::nodes + 1833, 3}, {generated_detail::outs + 778, 1}, {generated_detail::outs + 779, 1}, 3, 0},
     // (smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))
-    {"smul-matmul-concat-to-matmul-concat-smul-06a3911e9d-rev", "(smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov187, {generated_detail::nodes + 1836, 3}, {generated_detail::nodes + 1839, 3}, {generated_detail::outs + 780, 1}, {generated_detail::outs + 781, 1}, 3, 0},
-    // (concat{axis=0} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=0} ?x (matmul{act=0} ?z ?x)) ?y)
-    {"smul-matmul-concat-to-matmul-concat-smul-38f1f650ee", "(concat{axis=0} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=0} ?x (matmul{act=0} ?z ?x)) ?y)", generated_detail::prov188, {generated_detail::nodes + 1842, 3}, {generated_detail::nodes + 1845, 3}, {generated_detail::outs + 782, 1}, {generated_detail::outs + 783, 1}, 3, 0},
-    // (smul (concat{axis=0} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=0} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))
-    {"smul-matmul-concat-to-matmul-concat-smul-38f1f650ee-rev", "(smul (concat{axis=0} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=0} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov188, {generated_detail::nodes + 1848, 3}, {generated_detail::nodes + 1851, 3}, {generated_detail::outs + 784, 1}, {generated_detail::outs + 785, 1}, 3, 0},
-    // (concat{axis=1} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=1} ?x (matmul{act=0} ?z ?x)) ?y)
-    {"smul-matmul-concat-to-matmul-concat-smul-8a3728167a", "(concat{axis=1} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=1} ?x (matmul{act=0} ?z ?x)) ?y)", generated_detail::prov188, {generated_detail::nodes + 1854, 3}, {generated_detail::nodes + 1857, 3}, {generated_detail::outs + 786, 1}, {generated_detail::outs + 787, 1}, 3, 0},
-    // (smul (concat{axis=1} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=1} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))
-    {"smul-matmul-concat-to-matmul-concat-smul-8a3728167a-rev", "(smul (concat{axis=1} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=1} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov188, {generated_detail::nodes + 1860, 3}, {generated_detail::nodes + 1863, 3}, {generated_detail::outs + 788, 1}, {generated_detail::outs + 789, 1}, 3, 0},
+    {"smul-matmul-concat-to-matmul-concat-smul-18c889d937-rev", "(smul (concat{axis=0} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=0} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov187, {generated_detail::nodes + 1836, 3}, {generated_detail::nodes + 1839, 3}, {generated_detail::outs + 780, 1}, {generated_detail::outs + 781, 1}, 3, 0},
     // (concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z)
-    {"smul-matmul-concat-to-matmul-concat-smul-e40306b871", "(concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov187, {generated_detail::nodes + 1866, 3}, {generated_detail::nodes + 1869, 3}, {generated_detail::outs + 790, 1}, {generated_detail::outs + 791, 1}, 3, 0},
+    {"smul-matmul-concat-to-matmul-concat-smul-e603d8addb", "(concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov187, {generated_detail::nodes + 1842, 3}, {generated_detail::nodes + 1845, 3}, {generated_detail::outs + 782, 1}, {generated_detail::outs + 783, 1}, 3, 0},
     // (smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))
-    {"smul-matmul-concat-to-matmul-concat-smul-e40306b871-rev", "(smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov187, {generated_detail::nodes + 1872, 3}, {generated_detail::nodes + 1875, 3}, {generated_detail::outs + 792, 1}, {generated_detail::outs + 793, 1}, 3, 0},
+    {"smul-matmul-concat-to-matmul-concat-smul-e603d8addb-rev", "(smul (concat{axis=1} (matmul{act=0} ?x ?y) ?y) ?z) => (concat{axis=1} (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov187, {generated_detail::nodes + 1848, 3}, {generated_detail::nodes + 1851, 3}, {generated_detail::outs + 784, 1}, {generated_detail::outs + 785, 1}, 3, 0},
+    // (concat{axis=0} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=0} ?x (matmul{act=0} ?z ?x)) ?y)
+    {"smul-matmul-concat-to-matmul-concat-smul-ef27c88934", "(concat{axis=0} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=0} ?x (matmul{act=0} ?z ?x)) ?y)", generated_detail::prov188, {generated_detail::nodes + 1854, 3}, {generated_detail::nodes + 1857, 3}, {generated_detail::outs + 786, 1}, {generated_detail::outs + 787, 1}, 3, 0},
+    // (smul (concat{axis=0} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=0} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))
+    {"smul-matmul-concat-to-matmul-concat-smul-ef27c88934-rev", "(smul (concat{axis=0} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=0} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov188, {generated_detail::nodes + 1860, 3}, {generated_detail::nodes + 1863, 3}, {generated_detail::outs + 788, 1}, {generated_detail::outs + 789, 1}, 3, 0},
+    // (concat{axis=1} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=1} ?x (matmul{act=0} ?z ?x)) ?y)
+    {"smul-matmul-concat-to-matmul-concat-smul-fe4323dba0", "(concat{axis=1} (smul ?x ?y) (matmul{act=0} ?z (smul ?x ?y))) => (smul (concat{axis=1} ?x (matmul{act=0} ?z ?x)) ?y)", generated_detail::prov188, {generated_detail::nodes + 1866, 3}, {generated_detail::nodes + 1869, 3}, {generated_detail::outs + 790, 1}, {generated_detail::outs + 791, 1}, 3, 0},
+    // (smul (concat{axis=1} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=1} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))
+    {"smul-matmul-concat-to-matmul-concat-smul-fe4323dba0-rev", "(smul (concat{axis=1} ?x (matmul{act=0} ?y ?x)) ?z) => (concat{axis=1} (smul ?x ?z) (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov188, {generated_detail::nodes + 1872, 3}, {generated_detail::nodes + 1875, 3}, {generated_detail::outs + 792, 1}, {generated_detail::outs + 793, 1}, 3, 0},
     // (ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z)
-    {"smul-matmul-ewadd-to-matmul-ewadd-smul-5513186613", "(ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov189, {generated_detail::nodes + 1878, 3}, {generated_detail::nodes + 1881, 3}, {generated_detail::outs + 794, 1}, {generated_detail::outs + 795, 1}, 3, 0},
+    {"smul-matmul-ewadd-to-matmul-ewadd-smul-91e2ec21ad", "(ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z)) => (smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z)", generated_detail::prov189, {generated_detail::nodes + 1878, 3}, {generated_detail::nodes + 1881, 3}, {generated_detail::outs + 794, 1}, {generated_detail::outs + 795, 1}, 3, 0},
     // (smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z) => (ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))
-    {"smul-matmul-ewadd-to-matmul-ewadd-smul-5513186613-rev", "(smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z) => (ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov189, {generated_detail::nodes + 1884, 3}, {generated_detail::nodes + 1887, 3}, {generated_detail::outs + 796, 1}, {generated_detail::outs + 797, 1}, 3, 0},
+    {"smul-matmul-ewadd-to-matmul-ewadd-smul-91e2ec21ad-rev", "(smul (ewadd (matmul{act=0} ?x ?y) ?y) ?z) => (ewadd (matmul{act=0} ?x (smul ?y ?z)) (smul ?y ?z))", generated_detail::prov189, {generated_detail::nodes + 1884, 3}, {generated_detail::nodes + 1887, 3}, {generated_detail::outs + 796, 1}, {generated_detail::outs + 797, 1}, 3, 0},
     // (ewmul ?x (matmul{act=0} ?x (smul ?y ?z))) => (smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z)
-    {"smul-matmul-ewmul-to-matmul-ewmul-smul-978119a357", "(ewmul ?x (matmul{act=0} ?x (smul ?y ?z))) => (smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z)", generated_detail::prov190, {generated_detail::nodes + 1890, 3}, {generated_detail::nodes + 1893, 3}, {generated_detail::outs + 798, 1}, {generated_detail::outs + 799, 1}, 3, 0},
+    {"smul-matmul-ewmul-to-matmul-ewmul-smul-4e0c4cc661", "(ewmul ?x (matmul{act=0} ?x (smul ?y ?z))) => (smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z)", generated_detail::prov190, {generated_detail::nodes + 1890, 3}, {generated_detail::nodes + 1893, 3}, {generated_detail::outs + 798, 1}, {generated_detail::outs + 799, 1}, 3, 0},
     // (smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z) => (ewmul ?x (matmul{act=0} ?x (smul ?y ?z)))
-    {"smul-matmul-ewmul-to-matmul-ewmul-smul-978119a357-rev", "(smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z) => (ewmul ?x (matmul{act=0} ?x (smul ?y ?z)))", generated_detail::prov190, {generated_detail::nodes + 1896, 3}, {generated_detail::nodes + 1899, 3}, {generated_detail::outs + 800, 1}, {generated_detail::outs + 801, 1}, 3, 0},
+    {"smul-matmul-ewmul-to-matmul-ewmul-smul-4e0c4cc661-rev", "(smul (ewmul (matmul{act=0} ?x ?y) ?x) ?z) => (ewmul ?x (matmul{act=0} ?x (smul ?y ?z)))", generated_detail::prov190, {generated_detail::nodes + 1896, 3}, {generated_detail::nodes + 1899, 3}, {generated_detail::outs + 800, 1}, {generated_detail::outs + 801, 1}, 3, 0},
     // (ewmul ?x (matmul{act=0} ?y (smul ?z ?w))) => (smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w)
-    {"smul-matmul-ewmul-to-matmul-ewmul-smul-b5d6f8df6f", "(ewmul ?x (matmul{act=0} ?y (smul ?z ?w))) => (smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w)", generated_detail::prov191, {generated_detail::nodes + 1902, 3}, {generated_detail::nodes + 1905, 3}, {generated_detail::outs + 802, 1}, {generated_detail::outs + 803, 1}, 4, 0},
+    {"smul-matmul-ewmul-to-matmul-ewmul-smul-ad8526c231", "(ewmul ?x (matmul{act=0} ?y (smul ?z ?w))) => (smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w)", generated_detail::prov191, {generated_detail::nodes + 1902, 3}, {generated_detail::nodes + 1905, 3}, {generated_detail::outs + 802, 1}, {generated_detail::outs + 803, 1}, 4, 0},
     // (smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w) => (ewmul ?x (matmul{act=0} ?y (smul ?z ?w)))
-    {"smul-matmul-ewmul-to-matmul-ewmul-smul-b5d6f8df6f-rev", "(smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w) => (ewmul ?x (matmul{act=0} ?y (smul ?z ?w)))", generated_detail::prov191, {generated_detail::nodes + 1908, 3}, {generated_detail::nodes + 1911, 3}, {generated_detail::outs + 804, 1}, {generated_detail::outs + 805, 1}, 4, 0},
+    {"smul-matmul-ewmul-to-matmul-ewmul-smul-ad8526c231-rev", "(smul (ewmul ?x (matmul{act=0} ?y ?z)) ?w) => (ewmul ?x (matmul{act=0} ?y (smul ?z ?w)))", generated_detail::prov191, {generated_detail::nodes + 1908, 3}, {generated_detail::nodes + 1911, 3}, {generated_detail::outs + 804, 1}, {generated_detail::outs + 805, 1}, 4, 0},
     // (ewmul (matmul{act=0} ?x (smul ?y ?z)) ?w) => (ewmul ?w (matmul{act=0} (smul ?x ?z) ?y))
-    {"smul-matmul-ewmul-to-smul-matmul-ewmul-442d590bcd", "(ewmul (matmul{act=0} ?x (smul ?y ?z)) ?w) => (ewmul ?w (matmul{act=0} (smul ?x ?z) ?y))", generated_detail::prov192, {generated_detail::nodes + 1914, 3}, {generated_detail::nodes + 1917, 3}, {generated_detail::outs + 806, 1}, {generated_detail::outs + 807, 1}, 4, 0},
+    {"smul-matmul-ewmul-to-smul-matmul-ewmul-3283c4eb0f", "(ewmul (matmul{act=0} ?x (smul ?y ?z)) ?w) => (ewmul ?w (matmul{act=0} (smul ?x ?z) ?y))", generated_detail::prov192, {generated_detail::nodes + 1914, 3}, {generated_detail::nodes + 1917, 3}, {generated_detail::outs + 806, 1}, {generated_detail::outs + 807, 1}, 4, 0},
     // (ewmul ?x (matmul{act=0} (smul ?y ?z) ?w)) => (ewmul (matmul{act=0} ?y (smul ?w ?z)) ?x)
-    {"smul-matmul-ewmul-to-smul-matmul-ewmul-442d590bcd-rev", "(ewmul ?x (matmul{act=0} (smul ?y ?z) ?w)) => (ewmul (matmul{act=0} ?y (smul ?w ?z)) ?x)", generated_detail::prov192, {generated_detail::nodes + 1920, 3}, {generated_detail::nodes + 1923, 3}, {generated_detail::outs + 808, 1}, {generated_detail::outs + 809, 1}, 4, 0},
+    {"smul-matmul-ewmul-to-smul-matmul-ewmul-3283c4eb0f-rev", "(ewmul ?x (matmul{act=0} (smul ?y ?z) ?w)) => (ewmul (matmul{act=0} ?y (smul ?w ?z)) ?x)", generated_detail::prov192, {generated_detail::nodes + 1920, 3}, {generated_detail::nodes + 1923, 3}, {generated_detail::outs + 808, 1}, {generated_detail::outs + 809, 1}, 4, 0},
     // (matmul{act=0} (matmul{act=0} ?x (smul ?y ?z)) ?w) => (smul (matmul{act=0} ?x (matmul{act=0} ?y ?w)) ?z)
-    {"smul-matmul-matmul-to-matmul-matmul-smul-40a563917b", "(matmul{act=0} (matmul{act=0} ?x (smul ?y ?z)) ?w) => (smul (matmul{act=0} ?x (matmul{act=0} ?y ?w)) ?z)", generated_detail::prov193, {generated_detail::nodes + 1926, 3}, {generated_detail::nodes + 1929, 3}, {generated_detail::outs + 810, 1}, {generated_detail::outs + 811, 1}, 4, 0},
+    {"smul-matmul-matmul-to-matmul-matmul-smul-07ba9c5245", "(matmul{act=0} (matmul{act=0} ?x (smul ?y ?z)) ?w) => (smul (matmul{act=0} ?x (matmul{act=0} ?y ?w)) ?z)", generated_detail::prov193, {generated_detail::nodes + 1926, 3}, {generated_detail::nodes + 1929, 3}, {generated_detail::outs + 810, 1}, {generated_detail::outs + 811, 1}, 4, 0},
     // (smul (matmul{act=0} ?x (matmul{act=0} ?y ?z)) ?w) => (matmul{act=0} (matmul{act=0} ?x (smul ?y ?w)) ?z)
-    {"smul-matmul-matmul-to-matmul-matmul-smul-40a563917b-rev", "(smul (matmul{act=0} ?x (matmul{act=0} ?y ?z)) ?w) => (matmul{act=0} (matmul{act=0} ?x (smul ?y ?w)) ?z)", generated_detail::prov193, {generated_detail::nodes + 1932, 3}, {generated_detail::nodes + 1935, 3}, {generated_detail::outs + 812, 1}, {generated_detail::outs + 813, 1}, 4, 0},
+    {"smul-matmul-matmul-to-matmul-matmul-smul-07ba9c5245-rev", "(smul (matmul{act=0} ?x (matmul{act=0} ?y ?z)) ?w) => (matmul{act=0} (matmul{act=0} ?x (smul ?y ?w)) ?z)", generated_detail::prov193, {generated_detail::nodes + 1932, 3}, {generated_detail::nodes + 1935, 3}, {generated_detail::outs + 812, 1}, {generated_detail::outs + 813, 1}, 4, 0},
     // (matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (smul (matmul{act=0} ?z ?x) ?y))
-    {"smul-matmul-matmul-to-matmul-smul-matmul-0b38ab0081", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (smul (matmul{act=0} ?z ?x) ?y))", generated_detail::prov194, {generated_detail::nodes + 1938, 3}, {generated_detail::nodes + 1941, 3}, {generated_detail::outs + 814, 1}, {generated_detail::outs + 815, 1}, 3, 0},
+    {"smul-matmul-matmul-to-matmul-smul-matmul-3b551a860b", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (smul (matmul{act=0} ?z ?x) ?y))", generated_detail::prov194, {generated_detail::nodes + 1938, 3}, {generated_detail::nodes + 1941, 3}, {generated_detail::outs + 814, 1}, {generated_detail::outs + 815, 1}, 3, 0},
     // (matmul{act=0} ?x (smul (matmul{act=0} ?y ?x) ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)
-    {"smul-matmul-matmul-to-matmul-smul-matmul-0b38ab0081-rev", "(matmul{act=0} ?x (smul (matmul{act=0} ?y ?x) ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov194, {generated_detail::nodes + 1944, 3}, {generated_detail::nodes + 1947, 3}, {generated_detail::outs + 816, 1}, {generated_detail::outs + 817, 1}, 3, 0},
+    {"smul-matmul-matmul-to-matmul-smul-matmul-3b551a860b-rev", "(matmul{act=0} ?x (smul (matmul{act=0} ?y ?x) ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov194, {generated_detail::nodes + 1944, 3}, {generated_detail::nodes + 1947, 3}, {generated_detail::outs + 816, 1}, {generated_detail::outs + 817, 1}, 3, 0},
     // (matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} (matmul{act=0} ?x ?z) (smul ?x ?y))
-    {"smul-matmul-matmul-to-matmul-smul-matmul-7b8cc05401", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} (matmul{act=0} ?x ?z) (smul ?x ?y))", generated_detail::prov195, {generated_detail::nodes + 1950, 3}, {generated_detail::nodes + 1953, 3}, {generated_detail::outs + 818, 1}, {generated_detail::outs + 819, 1}, 3, 0},
+    {"smul-matmul-matmul-to-matmul-smul-matmul-66c676bfdb", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} (matmul{act=0} ?x ?z) (smul ?x ?y))", generated_detail::prov195, {generated_detail::nodes + 1950, 3}, {generated_detail::nodes + 1953, 3}, {generated_detail::outs + 818, 1}, {generated_detail::outs + 819, 1}, 3, 0},
     // (matmul{act=0} (matmul{act=0} ?x ?y) (smul ?x ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)
-    {"smul-matmul-matmul-to-matmul-smul-matmul-7b8cc05401-rev", "(matmul{act=0} (matmul{act=0} ?x ?y) (smul ?x ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov195, {generated_detail::nodes + 1956, 3}, {generated_detail::nodes + 1959, 3}, {generated_detail::outs + 820, 1}, {generated_detail::outs + 821, 1}, 3, 0},
-    // (tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))
-    {"smul-matmul-matmul-to-smul-matmul-matmul-686603dc07", "(tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov196, {generated_detail::nodes + 1962, 3}, {generated_detail::nodes + 1965, 3}, {generated_detail::outs + 822, 2}, {generated_detail::outs + 824, 2}, 3, 0},
-    // (tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=1} (smul ?x ?y) ?z)) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=1} ?x (smul ?z ?y)))
-    {"smul-matmul-matmul-to-smul-matmul-matmul-ae8464e30f", "(tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=1} (smul ?x ?y) ?z)) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=1} ?x (smul ?z ?y)))", generated_detail::prov197, {generated_detail::nodes + 1968, 3}, {generated_detail::nodes + 1971, 3}, {generated_detail::outs + 826, 2}, {generated_detail::outs + 828, 2}, 3, 0},
-    // (tuple (matmul{act=0} ?x (smul ?y ?z)) (matmul{act=1} ?x (smul ?y ?z))) => (tuple (matmul{act=0} (smul ?x ?z) ?y) (matmul{act=1} (smul ?x ?z) ?y))
-    {"smul-matmul-matmul-to-smul-matmul-matmul-ae8464e30f-rev", "(tuple (matmul{act=0} ?x (smul ?y ?z)) (matmul{act=1} ?x (smul ?y ?z))) => (tuple (matmul{act=0} (smul ?x ?z) ?y) (matmul{act=1} (smul ?x ?z) ?y))", generated_detail::prov197, {generated_detail::nodes + 1974, 3}, {generated_detail::nodes + 1977, 3}, {generated_detail::outs + 830, 2}, {generated_detail::outs + 832, 2}, 3, 0},
-    // (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x) => (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z)))
-    {"smul-matmul-matmul-to-smul-matmul-matmul-c17288905b", "(matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x) => (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov198, {generated_detail::nodes + 1980, 3}, {generated_detail::nodes + 1983, 3}, {generated_detail::outs + 834, 1}, {generated_detail::outs + 835, 1}, 3, 0},
-    // (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x)
-    {"smul-matmul-matmul-to-smul-matmul-matmul-c17288905b-rev", "(matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x)", generated_detail::prov198, {generated_detail::nodes + 1986, 3}, {generated_detail::nodes + 1989, 3}, {generated_detail::outs + 836, 1}, {generated_detail::outs + 837, 1}, 3, 0},
+    {"smul-matmul-matmul-to-matmul-smul-matmul-66c676bfdb-rev", "(matmul{act=0} (matmul{act=0} ?x ?y) (smul ?x ?z)) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov195, {generated_detail::nodes + 1956, 3}, {generated_detail::nodes + 1959, 3}, {generated_detail::outs + 820, 1}, {generated_detail::outs + 821, 1}, 3, 0},
     // (matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (matmul{act=0} ?z (smul ?x ?y)))
-    {"smul-matmul-matmul-to-smul-matmul-matmul-d5a414a9d3", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (matmul{act=0} ?z (smul ?x ?y)))", generated_detail::prov199, {generated_detail::nodes + 1992, 3}, {generated_detail::nodes + 1995, 3}, {generated_detail::outs + 838, 1}, {generated_detail::outs + 839, 1}, 3, 0},
+    {"smul-matmul-matmul-to-smul-matmul-matmul-68b0360efd", "(matmul{act=0} (matmul{act=0} (smul ?x ?y) ?z) ?x) => (matmul{act=0} ?x (matmul{act=0} ?z (smul ?x ?y)))", generated_detail::prov196, {generated_detail::nodes + 1962, 3}, {generated_detail::nodes + 1965, 3}, {generated_detail::outs + 822, 1}, {generated_detail::outs + 823, 1}, 3, 0},
     // (matmul{act=0} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)
-    {"smul-matmul-matmul-to-smul-matmul-matmul-d5a414a9d3-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov199, {generated_detail::nodes + 1998, 3}, {generated_detail::nodes + 2001, 3}, {generated_detail::outs + 840, 1}, {generated_detail::outs + 841, 1}, 3, 0},
+    {"smul-matmul-matmul-to-smul-matmul-matmul-68b0360efd-rev", "(matmul{act=0} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=0} (matmul{act=0} (smul ?x ?z) ?y) ?x)", generated_detail::prov196, {generated_detail::nodes + 1968, 3}, {generated_detail::nodes + 1971, 3}, {generated_detail::outs + 824, 1}, {generated_detail::outs + 825, 1}, 3, 0},
+    // (tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=1} (smul ?x ?y) ?z)) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=1} ?x (smul ?z ?y)))
+    {"smul-matmul-matmul-to-smul-matmul-matmul-842033d471", "(tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=1} (smul ?x ?y) ?z)) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=1} ?x (smul ?z ?y)))", generated_detail::prov197, {generated_detail::nodes + 1974, 3}, {generated_detail::nodes + 1977, 3}, {generated_detail::outs + 826, 2}, {generated_detail::outs + 828, 2}, 3, 0},
+    // (tuple (matmul{act=0} ?x (smul ?y ?z)) (matmul{act=1} ?x (smul ?y ?z))) => (tuple (matmul{act=0} (smul ?x ?z) ?y) (matmul{act=1} (smul ?x ?z) ?y))
+    {"smul-matmul-matmul-to-smul-matmul-matmul-842033d471-rev", "(tuple (matmul{act=0} ?x (smul ?y ?z)) (matmul{act=1} ?x (smul ?y ?z))) => (tuple (matmul{act=0} (smul ?x ?z) ?y) (matmul{act=1} (smul ?x ?z) ?y))", generated_detail::prov197, {generated_detail::nodes + 1980, 3}, {generated_detail::nodes + 1983, 3}, {generated_detail::outs + 830, 2}, {generated_detail::outs + 832, 2}, 3, 0},
+    // (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x) => (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z)))
+    {"smul-matmul-matmul-to-smul-matmul-matmul-b4a574d245", "(matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x) => (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z)))", generated_detail::prov198, {generated_detail::nodes + 1986, 3}, {generated_detail::nodes + 1989, 3}, {generated_detail::outs + 834, 1}, {generated_detail::outs + 835, 1}, 3, 0},
+    // (matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x)
+    {"smul-matmul-matmul-to-smul-matmul-matmul-b4a574d245-rev", "(matmul{act=1} ?x (matmul{act=0} ?y (smul ?x ?z))) => (matmul{act=1} (matmul{act=0} ?x (smul ?y ?z)) ?x)", generated_detail::prov198, {generated_detail::nodes + 1992, 3}, {generated_detail::nodes + 1995, 3}, {generated_detail::outs + 836, 1}, {generated_detail::outs + 837, 1}, 3, 0},
+    // (tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))
+    {"smul-matmul-matmul-to-smul-matmul-matmul-cfc26de9a9", "(tuple (matmul{act=0} (smul ?x ?y) ?z) (matmul{act=0} ?z (smul ?x ?y))) => (tuple (matmul{act=0} ?x (smul ?z ?y)) (matmul{act=0} (smul ?z ?y) ?x))", generated_detail::prov199, {generated_detail::nodes + 1998, 3}, {generated_detail::nodes + 2001, 3}, {generated_detail::outs + 838, 2}, {generated_detail::outs + 840, 2}, 3, 0},
     // (matmul{act=0} (smul ?x ?y) ?z) => (smul (matmul{act=0} ?x ?z) ?y)
-    {"smul-matmul-to-matmul-smul-f66440a083", "(matmul{act=0} (smul ?x ?y) ?z) => (smul (matmul{act=0} ?x ?z) ?y)", generated_detail::prov200, {generated_detail::nodes + 2004, 2}, {generated_detail::nodes + 2006, 2}, {generated_detail::outs + 842, 1}, {generated_detail::outs + 843, 1}, 3, 0},
+    {"smul-matmul-to-matmul-smul-9bdde08f0d", "(matmul{act=0} (smul ?x ?y) ?z) => (smul (matmul{act=0} ?x ?z) ?y)", generated_detail::prov200, {generated_detail::nodes + 2004, 2}, {generated_detail::nodes + 2006, 2}, {generated_detail::outs + 842, 1}, {generated_detail::outs + 843, 1}, 3, 0},
     // (smul (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} (smul ?x ?z) ?y)
-    {"smul-matmul-to-matmul-smul-f66440a083-rev", "(smul (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} (smul ?x ?z) ?y)", generated_detail::prov200, {generated_detail::nodes + 2008, 2}, {generated_detail::nodes + 2010, 2}, {generated_detail::outs + 844, 1}, {generated_detail::outs + 845, 1}, 3, 0},
-    // (matmul{act=1} (smul ?x ?y) ?z) => (matmul{act=1} ?x (smul ?z ?y))
-    {"smul-matmul-to-smul-matmul-67ecce8f11", "(matmul{act=1} (smul ?x ?y) ?z) => (matmul{act=1} ?x (smul ?z ?y))", generated_detail::prov68, {generated_detail::nodes + 2012, 2}, {generated_detail::nodes + 2014, 2}, {generated_detail::outs + 846, 1}, {generated_detail::outs + 847, 1}, 3, 0},
-    // (matmul{act=1} ?x (smul ?y ?z)) => (matmul{act=1} (smul ?x ?z) ?y)
-    {"smul-matmul-to-smul-matmul-67ecce8f11-rev", "(matmul{act=1} ?x (smul ?y ?z)) => (matmul{act=1} (smul ?x ?z) ?y)", generated_detail::prov68, {generated_detail::nodes + 2016, 2}, {generated_detail::nodes + 2018, 2}, {generated_detail::outs + 848, 1}, {generated_detail::outs + 849, 1}, 3, 0},
+    {"smul-matmul-to-matmul-smul-9bdde08f0d-rev", "(smul (matmul{act=0} ?x ?y) ?z) => (matmul{act=0} (smul ?x ?z) ?y)", generated_detail::prov200, {generated_detail::nodes + 2008, 2}, {generated_detail::nodes + 2010, 2}, {generated_detail::outs + 844, 1}, {generated_detail::outs + 845, 1}, 3, 0},
     // (matmul{act=0} (smul ?x ?y) ?x) => (matmul{act=0} ?x (smul ?x ?y))
-    {"smul-matmul-to-smul-matmul-edce3c42f7", "(matmul{act=0} (smul ?x ?y) ?x) => (matmul{act=0} ?x (smul ?x ?y))", generated_detail::prov201, {generated_detail::nodes + 2020, 2}, {generated_detail::nodes + 2022, 2}, {generated_detail::outs + 850, 1}, {generated_detail::outs + 851, 1}, 2, 0},
+    {"smul-matmul-to-smul-matmul-cac7816f99", "(matmul{act=0} (smul ?x ?y) ?x) => (matmul{act=0} ?x (smul ?x ?y))", generated_detail::prov201, {generated_detail::nodes + 2012, 2}, {generated_detail::nodes + 2014, 2}, {generated_detail::outs + 846, 1}, {generated_detail::outs + 847, 1}, 2, 0},
     // (matmul{act=0} ?x (smul ?x ?y)) => (matmul{act=0} (smul ?x ?y) ?x)
-    {"smul-matmul-to-smul-matmul-edce3c42f7-rev", "(matmul{act=0} ?x (smul ?x ?y)) => (matmul{act=0} (smul ?x ?y) ?x)", generated_detail::prov201, {generated_detail::nodes + 2024, 2}, {generated_detail::nodes + 2026, 2}, {generated_detail::outs + 852, 1}, {generated_detail::outs + 853, 1}, 2, 0},
-    // (concat{axis=0} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=0} ?x ?z) ?y)
-    {"smul-smul-concat-to-concat-smul-1d181a5636", "(concat{axis=0} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=0} ?x ?z) ?y)", generated_detail::prov202, {generated_detail::nodes + 2028, 3}, {generated_detail::nodes + 2031, 2}, {generated_detail::outs + 854, 1}, {generated_detail::outs + 855, 1}, 3, 0},
-    // (smul (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (smul ?x ?z) (smul ?y ?z))
-    {"smul-smul-concat-to-concat-smul-1d181a5636-rev", "(smul (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (smul ?x ?z) (smul ?y ?z))", generated_detail::prov202, {generated_detail::nodes + 2033, 2}, {generated_detail::nodes + 2035, 3}, {generated_detail::outs + 856, 1}, {generated_detail::outs + 857, 1}, 3, 0},
+    {"smul-matmul-to-smul-matmul-cac7816f99-rev", "(matmul{act=0} ?x (smul ?x ?y)) => (matmul{act=0} (smul ?x ?y) ?x)", generated_detail::prov201, {generated_detail::nodes + 2016, 2}, {generated_detail::nodes + 2018, 2}, {generated_detail::outs + 848, 1}, {generated_detail::outs + 849, 1}, 2, 0},
+    // (matmul{act=1} (smul ?x ?y) ?z) => (matmul{act=1} ?x (smul ?z ?y))
+    {"smul-matmul-to-smul-matmul-d3ba5a5bfb", "(matmul{act=1} (smul ?x ?y) ?z) => (matmul{act=1} ?x (smul ?z ?y))", generated_detail::prov68, {generated_detail::nodes + 2020, 2}, {generated_detail::nodes + 2022, 2}, {generated_detail::outs + 850, 1}, {generated_detail::outs + 851, 1}, 3, 0},
+    // (matmul{act=1} ?x (smul ?y ?z)) => (matmul{act=1} (smul ?x ?z) ?y)
+    {"smul-matmul-to-smul-matmul-d3ba5a5bfb-rev", "(matmul{act=1} ?x (smul ?y ?z)) => (matmul{act=1} (smul ?x ?z) ?y)", generated_detail::prov68, {generated_detail::nodes + 2024, 2}, {generated_detail::nodes + 2026, 2}, {generated_detail::outs + 852, 1}, {generated_detail::outs + 853, 1}, 3, 0},
     // (concat{axis=1} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=1} ?x ?z) ?y)
-    {"smul-smul-concat-to-concat-smul-ffc157f526", "(concat{axis=1} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=1} ?x ?z) ?y)", generated_detail::prov202, {generated_detail::nodes + 2038, 3}, {generated_detail::nodes + 2041, 2}, {generated_detail::outs + 858, 1}, {generated_detail::outs + 859, 1}, 3, 0},
+    {"smul-smul-concat-to-concat-smul-08be0d667c", "(concat{axis=1} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=1} ?x ?z) ?y)", generated_detail::prov202, {generated_detail::nodes + 2028, 3}, {generated_detail::nodes + 2031, 2}, {generated_detail::outs + 854, 1}, {generated_detail::outs + 855, 1}, 3, 0},
     // (smul (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} (smul ?x ?z) (smul ?y ?z))
-    {"smul-smul-concat-to-concat-smul-ffc157f526-rev", "(smul (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} (smul ?x ?z) (smul ?y ?z))", generated_detail::prov202, {generated_detail::nodes + 2043, 2}, {generated_detail::nodes + 2045, 3}, {generated_detail::outs + 860, 1}, {generated_detail::outs + 861, 1}, 3, 0},
+    {"smul-smul-concat-to-concat-smul-08be0d667c-rev", "(smul (concat{axis=1} ?x ?y) ?z) => (concat{axis=1} (smul ?x ?z) (smul ?y ?z))", generated_detail::prov202, {generated_detail::nodes + 2033, 2}, {generated_detail::nodes + 2035, 3}, {generated_detail::outs + 856, 1}, {generated_detail::outs + 857, 1}, 3, 0},
+    // (concat{axis=0} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=0} ?x ?z) ?y)
+    {"smul-smul-concat-to-concat-smul-9a1ac4baec", "(concat{axis=0} (smul ?x ?y) (smul ?z ?y)) => (smul (concat{axis=0} ?x ?z) ?y)", generated_detail::prov202, {generated_detail::nodes + 2038, 3}, {generated_detail::nodes + 2041, 2}, {generated_detail::outs + 858, 1}, {generated_detail::outs + 859, 1}, 3, 0},
+    // (smul (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (smul ?x ?z) (smul ?y ?z))
+    {"smul-smul-concat-to-concat-smul-9a1ac4baec-rev", "(smul (concat{axis=0} ?x ?y) ?z) => (concat{axis=0} (smul ?x ?z) (smul ?y ?z))", generated_detail::prov202, {generated_detail::nodes + 2043, 2}, {generated_detail::nodes + 2045, 3}, {generated_detail::outs + 860, 1}, {generated_detail::outs + 861, 1}, 3, 0},
     // (ewadd (smul ?x ?y) (smul ?z ?y)) => (smul (ewadd ?x ?z) ?y)
-    {"smul-smul-ewadd-to-ewadd-smul-d39204a8fa", "(ewadd (smul ?x ?y) (smul ?z ?y)) => (smul (ewadd ?x ?z) ?y)", generated_detail::prov39, {generated_detail::nodes + 2048, 3}, {generated_detail::nodes + 2051, 2}, {generated_detail::outs + 862, 1}, {generated_detail::outs + 863, 1}, 3, 0},
+    {"smul-smul-ewadd-to-ewadd-smul-1ec2c45eb8", "(ewadd (smul ?x ?y) (smul ?z ?y)) => (smul (ewadd ?x ?z) ?y)", generated_detail::prov39, {generated_detail::nodes + 2048, 3}, {generated_detail::nodes + 2051, 2}, {generated_detail::outs + 862, 1}, {generated_detail::outs + 863, 1}, 3, 0},
     // (smul (ewadd ?x ?y) ?z) => (ewadd (smul ?x ?z) (smul ?y ?z))
-    {"smul-smul-ewadd-to-ewadd-smul-d39204a8fa-rev", "(smul (ewadd ?x ?y) ?z) => (ewadd (smul ?x ?z) (smul ?y ?z))", generated_detail::prov39, {generated_detail::nodes + 2053, 2}, {generated_detail::nodes + 2055, 3}, {generated_detail::outs + 864, 1}, {generated_detail::outs + 865, 1}, 3, 0},
+    {"smul-smul-ewadd-to-ewadd-smul-1ec2c45eb8-rev", "(smul (ewadd ?x ?y) ?z) => (ewadd (smul ?x ?z) (smul ?y ?z))", generated_detail::prov39, {generated_detail::nodes + 2053, 2}, {generated_detail::nodes + 2055, 3}, {generated_detail::outs + 864, 1}, {generated_detail::outs + 865, 1}, 3, 0},
     // (matmul{act=0} ?x (smul (smul ?y ?z) ?z)) => (smul (smul (matmul{act=0} ?x ?y) ?z) ?z)
-    {"smul-smul-matmul-to-matmul-smul-smul-9a4f79ea57", "(matmul{act=0} ?x (smul (smul ?y ?z) ?z)) => (smul (smul (matmul{act=0} ?x ?y) ?z) ?z)", generated_detail::prov203, {generated_detail::nodes + 2058, 3}, {generated_detail::nodes + 2061, 3}, {generated_detail::outs + 866, 1}, {generated_detail::outs + 867, 1}, 3, 0},
+    {"smul-smul-matmul-to-matmul-smul-smul-5e55a93621", "(matmul{act=0} ?x (smul (smul ?y ?z) ?z)) => (smul (smul (matmul{act=0} ?x ?y) ?z) ?z)", generated_detail::prov203, {generated_detail::nodes + 2058, 3}, {generated_detail::nodes + 2061, 3}, {generated_detail::outs + 866, 1}, {generated_detail::outs + 867, 1}, 3, 0},
     // (smul (smul (matmul{act=0} ?x ?y) ?z) ?z) => (matmul{act=0} ?x (smul (smul ?y ?z) ?z))
-    {"smul-smul-matmul-to-matmul-smul-smul-9a4f79ea57-rev", "(smul (smul (matmul{act=0} ?x ?y) ?z) ?z) => (matmul{act=0} ?x (smul (smul ?y ?z) ?z))", generated_detail::prov203, {generated_detail::nodes + 2064, 3}, {generated_detail::nodes + 2067, 3}, {generated_detail::outs + 868, 1}, {generated_detail::outs + 869, 1}, 3, 0},
+    {"smul-smul-matmul-to-matmul-smul-smul-5e55a93621-rev", "(smul (smul (matmul{act=0} ?x ?y) ?z) ?z) => (matmul{act=0} ?x (smul (smul ?y ?z) ?z))", generated_detail::prov203, {generated_detail::nodes + 2064, 3}, {generated_detail::nodes + 2067, 3}, {generated_detail::outs + 868, 1}, {generated_detail::outs + 869, 1}, 3, 0},
     // (matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x)) => (matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y)))
-    {"smul-transpose-matmul-to-smul-transpose-matmul-563b8f4977", "(matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x)) => (matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y)))", generated_detail::prov204, {generated_detail::nodes + 2070, 3}, {generated_detail::nodes + 2073, 3}, {generated_detail::outs + 870, 1}, {generated_detail::outs + 871, 1}, 2, 0},
+    {"smul-transpose-matmul-to-smul-transpose-matmul-4a784a6489", "(matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x)) => (matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y)))", generated_detail::prov204, {generated_detail::nodes + 2070, 3}, {generated_detail::nodes + 2073, 3}, {generated_detail::outs + 870, 1}, {generated_detail::outs + 871, 1}, 2, 0},
     // (matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y))) => (matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x))
-    {"smul-transpose-matmul-to-smul-transpose-matmul-563b8f4977-rev", "(matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y))) => (matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x))", generated_detail::prov204, {generated_detail::nodes + 2076, 3}, {generated_detail::nodes + 2079, 3}, {generated_detail::outs + 872, 1}, {generated_detail::outs + 873, 1}, 2, 0},
+    {"smul-transpose-matmul-to-smul-transpose-matmul-4a784a6489-rev", "(matmul{act=0} ?x (transpose{perm=33554433} (smul ?x ?y))) => (matmul{act=0} (smul ?x ?y) (transpose{perm=33554433} ?x))", generated_detail::prov204, {generated_detail::nodes + 2076, 3}, {generated_detail::nodes + 2079, 3}, {generated_detail::outs + 872, 1}, {generated_detail::outs + 873, 1}, 2, 0},
     // (matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x) => (matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y))
-    {"smul-transpose-matmul-to-transpose-smul-matmul-a32c22b19f", "(matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x) => (matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y))", generated_detail::prov205, {generated_detail::nodes + 2082, 3}, {generated_detail::nodes + 2085, 3}, {generated_detail::outs + 874, 1}, {generated_detail::outs + 875, 1}, 2, 0},
+    {"smul-transpose-matmul-to-transpose-smul-matmul-3aea98b6c1", "(matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x) => (matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y))", generated_detail::prov205, {generated_detail::nodes + 2082, 3}, {generated_detail::nodes + 2085, 3}, {generated_detail::outs + 874, 1}, {generated_detail::outs + 875, 1}, 2, 0},
     // (matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x)
-    {"smul-transpose-matmul-to-transpose-smul-matmul-a32c22b19f-rev", "(matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x)", generated_detail::prov205, {generated_detail::nodes + 2088, 3}, {generated_detail::nodes + 2091, 3}, {generated_detail::outs + 876, 1}, {generated_detail::outs + 877, 1}, 2, 0},
-    // (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=0} ?x (transpose{perm=33554433} ?y))
-    {"transpose-concat-transpose-to-transpose-concat-0d23a0d177", "(transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=0} ?x (transpose{perm=33554433} ?y))", generated_detail::prov206, {generated_detail::nodes + 2094, 3}, {generated_detail::nodes + 2097, 2}, {generated_detail::outs + 878, 1}, {generated_detail::outs + 879, 1}, 2, 0},
-    // (concat{axis=0} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y))
-    {"transpose-concat-transpose-to-transpose-concat-0d23a0d177-rev", "(concat{axis=0} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y))", generated_detail::prov206, {generated_detail::nodes + 2099, 2}, {generated_detail::nodes + 2101, 3}, {generated_detail::outs + 880, 1}, {generated_detail::outs + 881, 1}, 2, 0},
+    {"smul-transpose-matmul-to-transpose-smul-matmul-3aea98b6c1-rev", "(matmul{act=0} (transpose{perm=33554433} ?x) (smul ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} (smul ?x ?y)) ?x)", generated_detail::prov205, {generated_detail::nodes + 2088, 3}, {generated_detail::nodes + 2091, 3}, {generated_detail::outs + 876, 1}, {generated_detail::outs + 877, 1}, 2, 0},
     // (transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=1} ?x (transpose{perm=33554433} ?y))
-    {"transpose-concat-transpose-to-transpose-concat-c1912fd101", "(transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=1} ?x (transpose{perm=33554433} ?y))", generated_detail::prov207, {generated_detail::nodes + 2104, 3}, {generated_detail::nodes + 2107, 2}, {generated_detail::outs + 882, 1}, {generated_detail::outs + 883, 1}, 2, 0},
+    {"transpose-concat-transpose-to-transpose-concat-29a3b2082b", "(transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=1} ?x (transpose{perm=33554433} ?y))", generated_detail::prov206, {generated_detail::nodes + 2094, 3}, {generated_detail::nodes + 2097, 2}, {generated_detail::outs + 878, 1}, {generated_detail::outs + 879, 1}, 2, 0},
     // (concat{axis=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y))
-    {"transpose-concat-transpose-to-transpose-concat-c1912fd101-rev", "(concat{axis=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y))", generated_detail::prov207, {generated_detail::nodes + 2109, 2}, {generated_detail::nodes + 2111, 3}, {generated_detail::outs + 884, 1}, {generated_detail::outs + 885, 1}, 2, 0},
+    {"transpose-concat-transpose-to-transpose-concat-29a3b2082b-rev", "(concat{axis=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=0} (transpose{perm=33554433} ?x) ?y))", generated_detail::prov206, {generated_detail::nodes + 2099, 2}, {generated_detail::nodes + 2101, 3}, {generated_detail::outs + 880, 1}, {generated_detail::outs + 881, 1}, 2, 0},
     // (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x)) => (concat{axis=0} ?x (transpose{perm=33554433} ?x))
-    {"transpose-concat-transpose-to-transpose-concat-f4a3453c09", "(transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x)) => (concat{axis=0} ?x (transpose{perm=33554433} ?x))", generated_detail::prov208, {generated_detail::nodes + 2114, 3}, {generated_detail::nodes + 2117, 2}, {generated_detail::outs + 886, 1}, {generated_detail::outs + 887, 1}, 1, 0},
+    {"transpose-concat-transpose-to-transpose-concat-2f0e17e623", "(transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x)) => (concat{axis=0} ?x (transpose{perm=33554433} ?x))", generated_detail::prov207, {generated_detail::nodes + 2104, 3}, {generated_detail::nodes + 2107, 2}, {generated_detail::outs + 882, 1}, {generated_detail::outs + 883, 1}, 1, 0},
     // (concat{axis=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x))
-    {"transpose-concat-transpose-to-transpose-concat-f4a3453c09-rev", "(concat{axis=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x))", generated_detail::prov208, {generated_detail::nodes + 2119, 2}, {generated_detail::nodes + 2121, 3}, {generated_detail::outs + 888, 1}, {generated_detail::outs + 889, 1}, 1, 0},
+    {"transpose-concat-transpose-to-transpose-concat-2f0e17e623-rev", "(concat{axis=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?x))", generated_detail::prov207, {generated_detail::nodes + 2109, 2}, {generated_detail::nodes + 2111, 3}, {generated_detail::outs + 884, 1}, {generated_detail::outs + 885, 1}, 1, 0},
+    // (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=0} ?x (transpose{perm=33554433} ?y))
+    {"transpose-concat-transpose-to-transpose-concat-f3c97128c9", "(transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y)) => (concat{axis=0} ?x (transpose{perm=33554433} ?y))", generated_detail::prov208, {generated_detail::nodes + 2114, 3}, {generated_detail::nodes + 2117, 2}, {generated_detail::outs + 886, 1}, {generated_detail::outs + 887, 1}, 2, 0},
+    // (concat{axis=0} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y))
+    {"transpose-concat-transpose-to-transpose-concat-f3c97128c9-rev", "(concat{axis=0} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (concat{axis=1} (transpose{perm=33554433} ?x) ?y))", generated_detail::prov208, {generated_detail::nodes + 2119, 2}, {generated_detail::nodes + 2121, 3}, {generated_detail::outs + 888, 1}, {generated_detail::outs + 889, 1}, 2, 0},
     // (transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?x) ?y)) => (ewadd (transpose{perm=33554433} ?y) ?x)
-    {"transpose-ewadd-transpose-to-transpose-ewadd-ca8153280f", "(transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?x) ?y)) => (ewadd (transpose{perm=33554433} ?y) ?x)", generated_detail::prov209, {generated_detail::nodes + 2124, 3}, {generated_detail::nodes + 2127, 2}, {generated_detail::outs + 890, 1}, {generated_detail::outs + 891, 1}, 2, 0},
+    {"transpose-ewadd-transpose-to-transpose-ewadd-322fbf26f9", "(transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?x) ?y)) => (ewadd (transpose{perm=33554433} ?y) ?x)", generated_detail::prov209, {generated_detail::nodes + 2124, 3}, {generated_detail::nodes + 2127, 2}, {generated_detail::outs + 890, 1}, {generated_detail::outs + 891, 1}, 2, 0},
     // (ewadd (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?y) ?x))
-    {"transpose-ewadd-transpose-to-transpose-ewadd-ca8153280f-rev", "(ewadd (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?y) ?x))", generated_detail::prov209, {generated_detail::nodes + 2129, 2}, {generated_detail::nodes + 2131, 3}, {generated_detail::outs + 892, 1}, {generated_detail::outs + 893, 1}, 2, 0},
+    {"transpose-ewadd-transpose-to-transpose-ewadd-322fbf26f9-rev", "(ewadd (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (ewadd (transpose{perm=33554433} ?y) ?x))", generated_detail::prov209, {generated_detail::nodes + 2129, 2}, {generated_detail::nodes + 2131, 3}, {generated_detail::outs + 892, 1}, {generated_detail::outs + 893, 1}, 2, 0},
     // (transpose{perm=33554433} (ewmul ?x (transpose{perm=33554433} ?y))) => (ewmul ?y (transpose{perm=33554433} ?x))
-    {"transpose-ewmul-transpose-to-transpose-ewmul-a2cbb740d1", "(transpose{perm=33554433} (ewmul ?x (transpose{perm=33554433} ?y))) => (ewmul ?y (transpose{perm=33554433} ?x))", generated_detail::prov210, {generated_detail::nodes + 2134, 3}, {generated_detail::nodes + 2137, 2}, {generated_detail::outs + 894, 1}, {generated_detail::outs + 895, 1}, 2, 0},
+    {"transpose-ewmul-transpose-to-transpose-ewmul-be0c45ad5b", "(transpose{perm=33554433} (ewmul ?x (transpose{perm=33554433} ?y))) => (ewmul ?y (transpose{perm=33554433} ?x))", generated_detail::prov210, {generated_detail::nodes + 2134, 3}, {generated_detail::nodes + 2137, 2}, {generated_detail::outs + 894, 1}, {generated_detail::outs + 895, 1}, 2, 0},
     // (ewmul ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (ewmul ?y (transpose{perm=33554433} ?x)))
-    {"transpose-ewmul-transpose-to-transpose-ewmul-a2cbb740d1-rev", "(ewmul ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (ewmul ?y (transpose{perm=33554433} ?x)))", generated_detail::prov210, {generated_detail::nodes + 2139, 2}, {generated_detail::nodes + 2141, 3}, {generated_detail::outs + 896, 1}, {generated_detail::outs + 897, 1}, 2, 0},
+    {"transpose-ewmul-transpose-to-transpose-ewmul-be0c45ad5b-rev", "(ewmul ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (ewmul ?y (transpose{perm=33554433} ?x)))", generated_detail::prov210, {generated_detail::nodes + 2139, 2}, {generated_detail::nodes + 2141, 3}, {generated_detail::outs + 896, 1}, {generated_detail::outs + 897, 1}, 2, 0},
     // (concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)})))
-    {"transpose-imatmul-concat-to-imatmul-concat-transpose-3a6c134af5", "(concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov211, {generated_detail::nodes + 2144, 3}, {generated_detail::nodes + 2147, 3}, {generated_detail::outs + 898, 1}, {generated_detail::outs + 899, 1}, 1, 0},
+    {"transpose-imatmul-concat-to-imatmul-concat-transpose-49d471469f", "(concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov211, {generated_detail::nodes + 2144, 3}, {generated_detail::nodes + 2147, 3}, {generated_detail::outs + 898, 1}, {generated_detail::outs + 899, 1}, 1, 0},
     // (transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))
-    {"transpose-imatmul-concat-to-imatmul-concat-transpose-3a6c134af5-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov211, {generated_detail::nodes + 2150, 3}, {generated_detail::nodes + 2153, 3}, {generated_detail::outs + 900, 1}, {generated_detail::outs + 901, 1}, 1, 0},
+    {"transpose-imatmul-concat-to-imatmul-concat-transpose-49d471469f-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=0} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov211, {generated_detail::nodes + 2150, 3}, {generated_detail::nodes + 2153, 3}, {generated_detail::outs + 900, 1}, {generated_detail::outs + 901, 1}, 1, 0},
     // (concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)})))
-    {"transpose-imatmul-concat-to-imatmul-concat-transpose-515ad4c5f9", "(concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov212, {generated_detail::nodes + 2156, 3}, {generated_detail::nodes + 2159, 3}, {generated_detail::outs + 902, 1}, {generated_detail::outs + 903, 1}, 1, 0},
+    {"transpose-imatmul-concat-to-imatmul-concat-transpose-a5da039a93", "(concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)})) => (transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)})))", generated_detail::prov212, {generated_detail::nodes + 2156, 3}, {generated_detail::nodes + 2159, 3}, {generated_detail::outs + 902, 1}, {generated_detail::outs + 903, 1}, 1, 0},
     // (transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))
-    {"transpose-imatmul-concat-to-imatmul-concat-transpose-515ad4c5f9-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov212, {generated_detail::nodes + 2162, 3}, {generated_detail::nodes + 2165, 3}, {generated_detail::outs + 904, 1}, {generated_detail::outs + 905, 1}, 1, 0},
-    // (transpose{perm=33554433} (matmul{act=1} ?x (transpose{perm=33554433} ?y))) => (matmul{act=1} ?y (transpose{perm=33554433} ?x))
-    {"transpose-matmul-transpose-to-transpose-matmul-2aba14da55", "(transpose{perm=33554433} (matmul{act=1} ?x (transpose{perm=33554433} ?y))) => (matmul{act=1} ?y (transpose{perm=33554433} ?x))", generated_detail::prov213, {generated_detail::nodes + 2168, 3}, {generated_detail::nodes + 2171, 2}, {generated_detail::outs + 906, 1}, {generated_detail::outs + 907, 1}, 2, 0},
-    // (matmul{act=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=1} ?y (transpose{perm=33554433} ?x)))
-    {"transpose-matmul-transpose-to-transpose-matmul-2aba14da55-rev", "(matmul{act=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=1} ?y (transpose{perm=33554433} ?x)))", generated_detail::prov213, {generated_detail::nodes + 2173, 2}, {generated_detail::nodes + 2175, 3}, {generated_detail::outs + 908, 1}, {generated_detail::outs + 909, 1}, 2, 0},
+    {"transpose-imatmul-concat-to-imatmul-concat-transpose-a5da039a93-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (imatmul{n=dim(?x,0)}))) => (concat{axis=1} (transpose{perm=33554433} ?x) (imatmul{n=dim(?x,0)}))", generated_detail::prov212, {generated_detail::nodes + 2162, 3}, {generated_detail::nodes + 2165, 3}, {generated_detail::outs + 904, 1}, {generated_detail::outs + 905, 1}, 1, 0},
     // (transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x))) => (matmul{act=0} ?x (transpose{perm=33554433} ?x))
-    {"transpose-matmul-transpose-to-transpose-matmul-359b4e5f91", "(transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x))) => (matmul{act=0} ?x (transpose{perm=33554433} ?x))", generated_detail::prov214, {generated_detail::nodes + 2178, 3}, {generated_detail::nodes + 2181, 2}, {generated_detail::outs + 910, 1}, {generated_detail::outs + 911, 1}, 1, 0},
+    {"transpose-matmul-transpose-to-transpose-matmul-4750a833a3", "(transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x))) => (matmul{act=0} ?x (transpose{perm=33554433} ?x))", generated_detail::prov213, {generated_detail::nodes + 2168, 3}, {generated_detail::nodes + 2171, 2}, {generated_detail::outs + 906, 1}, {generated_detail::outs + 907, 1}, 1, 0},
     // (matmul{act=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x)))
-    {"transpose-matmul-transpose-to-transpose-matmul-359b4e5f91-rev", "(matmul{act=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x)))", generated_detail::prov214, {generated_detail::nodes + 2183, 2}, {generated_detail::nodes + 2185, 3}, {generated_detail::outs + 912, 1}, {generated_detail::outs + 913, 1}, 1, 0},
+    {"transpose-matmul-transpose-to-transpose-matmul-4750a833a3-rev", "(matmul{act=0} ?x (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=0} ?x (transpose{perm=33554433} ?x)))", generated_detail::prov213, {generated_detail::nodes + 2173, 2}, {generated_detail::nodes + 2175, 3}, {generated_detail::outs + 908, 1}, {generated_detail::outs + 909, 1}, 1, 0},
+    // (transpose{perm=33554433} (matmul{act=1} ?x (transpose{perm=33554433} ?y))) => (matmul{act=1} ?y (transpose{perm=33554433} ?x))
+    {"transpose-matmul-transpose-to-transpose-matmul-5b5dbc17bf", "(transpose{perm=33554433} (matmul{act=1} ?x (transpose{perm=33554433} ?y))) => (matmul{act=1} ?y (transpose{perm=33554433} ?x))", generated_detail::prov214, {generated_detail::nodes + 2178, 3}, {generated_detail::nodes + 2181, 2}, {generated_detail::outs + 910, 1}, {generated_detail::outs + 911, 1}, 2, 0},
+    // (matmul{act=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=1} ?y (transpose{perm=33554433} ?x)))
+    {"transpose-matmul-transpose-to-transpose-matmul-5b5dbc17bf-rev", "(matmul{act=1} ?x (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=1} ?y (transpose{perm=33554433} ?x)))", generated_detail::prov214, {generated_detail::nodes + 2183, 2}, {generated_detail::nodes + 2185, 3}, {generated_detail::outs + 912, 1}, {generated_detail::outs + 913, 1}, 2, 0},
     // (transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?x) ?y)) => (matmul{act=1} (transpose{perm=33554433} ?y) ?x)
-    {"transpose-matmul-transpose-to-transpose-matmul-b06a57bbc9", "(transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?x) ?y)) => (matmul{act=1} (transpose{perm=33554433} ?y) ?x)", generated_detail::prov213, {generated_detail::nodes + 2188, 3}, {generated_detail::nodes + 2191, 2}, {generated_detail::outs + 914, 1}, {generated_detail::outs + 915, 1}, 2, 0},
+    {"transpose-matmul-transpose-to-transpose-matmul-834a283493", "(transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?x) ?y)) => (matmul{act=1} (transpose{perm=33554433} ?y) ?x)", generated_detail::prov214, {generated_detail::nodes + 2188, 3}, {generated_detail::nodes + 2191, 2}, {generated_detail::outs + 914, 1}, {generated_detail::outs + 915, 1}, 2, 0},
     // (matmul{act=1} (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?y) ?x))
-    {"transpose-matmul-transpose-to-transpose-matmul-b06a57bbc9-rev", "(matmul{act=1} (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?y) ?x))", generated_detail::prov213, {generated_detail::nodes + 2193, 2}, {generated_detail::nodes + 2195, 3}, {generated_detail::outs + 916, 1}, {generated_detail::outs + 917, 1}, 2, 0},
-    // (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x)))
-    {"transpose-relu-concat-to-relu-concat-transpose-097471df6f", "(concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x)))", generated_detail::prov215, {generated_detail::nodes + 2198, 3}, {generated_detail::nodes + 2201, 3}, {generated_detail::outs + 918, 1}, {generated_detail::outs + 919, 1}, 1, 0},
-    // (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x))) => (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))
-    {"transpose-relu-concat-to-relu-concat-transpose-097471df6f-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (relu ?x))) => (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov215, {generated_detail::nodes + 2204, 3}, {generated_detail::nodes + 2207, 3}, {generated_detail::outs + 920, 1}, {generated_detail::outs + 921, 1}, 1, 0},
-    // (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x))
-    {"transpose-relu-concat-to-relu-concat-transpose-421836c5a9", "(concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x))", generated_detail::prov216, {generated_detail::nodes + 2210, 3}, {generated_detail::nodes + 2213, 3}, {generated_detail::outs + 922, 1}, {generated_detail::outs + 923, 1}, 1, 0},
-    // (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x)) => (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-concat-to-relu-concat-transpose-421836c5a9-rev", "(transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x)) => (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov216, {generated_detail::nodes + 2216, 3}, {generated_detail::nodes + 2219, 3}, {generated_detail::outs + 924, 1}, {generated_detail::outs + 925, 1}, 1, 0},
-    // (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x))
-    {"transpose-relu-concat-to-relu-concat-transpose-5c6c05576f", "(concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x))", generated_detail::prov217, {generated_detail::nodes + 2222, 3}, {generated_detail::nodes + 2225, 3}, {generated_detail::outs + 926, 1}, {generated_detail::outs + 927, 1}, 1, 0},
-    // (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x)) => (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-concat-to-relu-concat-transpose-5c6c05576f-rev", "(transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x)) => (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov217, {generated_detail::nodes + 2228, 3}, {generated_detail::nodes + 2231, 3}, {generated_detail::outs + 928, 1}, {generated_detail::outs + 929, 1}, 1, 0},
+    {"transpose-matmul-transpose-to-transpose-matmul-834a283493-rev", "(matmul{act=1} (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (matmul{act=1} (transpose{perm=33554433} ?y) ?x))", generated_detail::prov214, {generated_detail::nodes + 2193, 2}, {generated_detail::nodes + 2195, 3}, {generated_detail::outs + 916, 1}, {generated_detail::outs + 917, 1}, 2, 0},
     // (concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=1} ?x (relu ?x)))
-    {"transpose-relu-concat-to-relu-concat-transpose-ed5f41a7d1", "(concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=1} ?x (relu ?x)))", generated_detail::prov218, {generated_detail::nodes + 2234, 3}, {generated_detail::nodes + 2237, 3}, {generated_detail::outs + 930, 1}, {generated_detail::outs + 931, 1}, 1, 0},
+    {"transpose-relu-concat-to-relu-concat-transpose-6d4418ef53", "(concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=1} ?x (relu ?x)))", generated_detail::prov215, {generated_detail::nodes + 2198, 3}, {generated_detail::nodes + 2201, 3}, {generated_detail::outs + 918, 1}, {generated_detail::outs + 919, 1}, 1, 0},
     // (transpose{perm=33554433} (concat{axis=1} ?x (relu ?x))) => (concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))
-    {"transpose-relu-concat-to-relu-concat-transpose-ed5f41a7d1-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (relu ?x))) => (concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov218, {generated_detail::nodes + 2240, 3}, {generated_detail::nodes + 2243, 3}, {generated_detail::outs + 932, 1}, {generated_detail::outs + 933, 1}, 1, 0},
+    {"transpose-relu-concat-to-relu-concat-transpose-6d4418ef53-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (relu ?x))) => (concat{axis=0} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov215, {generated_detail::nodes + 2204, 3}, {generated_detail::nodes + 2207, 3}, {generated_detail::outs + 920, 1}, {generated_detail::outs + 921, 1}, 1, 0},
+    // (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x))
+    {"transpose-relu-concat-to-relu-concat-transpose-a76ec3d119", "(concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x))", generated_detail::prov216, {generated_detail::nodes + 2210, 3}, {generated_detail::nodes + 2213, 3}, {generated_detail::outs + 922, 1}, {generated_detail::outs + 923, 1}, 1, 0},
+    // (transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x)) => (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
+    {"transpose-relu-concat-to-relu-concat-transpose-a76ec3d119-rev", "(transpose{perm=33554433} (concat{axis=0} (relu ?x) ?x)) => (concat{axis=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov216, {generated_detail::nodes + 2216, 3}, {generated_detail::nodes + 2219, 3}, {generated_detail::outs + 924, 1}, {generated_detail::outs + 925, 1}, 1, 0},
+    // (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x))
+    {"transpose-relu-concat-to-relu-concat-transpose-c81dd91363", "(concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x))", generated_detail::prov217, {generated_detail::nodes + 2222, 3}, {generated_detail::nodes + 2225, 3}, {generated_detail::outs + 926, 1}, {generated_detail::outs + 927, 1}, 1, 0},
+    // (transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x)) => (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
+    {"transpose-relu-concat-to-relu-concat-transpose-c81dd91363-rev", "(transpose{perm=33554433} (concat{axis=1} (relu ?x) ?x)) => (concat{axis=0} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov217, {generated_detail::nodes + 2228, 3}, {generated_detail::nodes + 2231, 3}, {generated_detail::outs + 928, 1}, {generated_detail::outs + 929, 1}, 1, 0},
+    // (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x)))
+    {"transpose-relu-concat-to-relu-concat-transpose-ea3ce51629", "(concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x)))", generated_detail::prov218, {generated_detail::nodes + 2234, 3}, {generated_detail::nodes + 2237, 3}, {generated_detail::outs + 930, 1}, {generated_detail::outs + 931, 1}, 1, 0},
+    // (transpose{perm=33554433} (concat{axis=0} ?x (relu ?x))) => (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))
+    {"transpose-relu-concat-to-relu-concat-transpose-ea3ce51629-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (relu ?x))) => (concat{axis=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov218, {generated_detail::nodes + 2240, 3}, {generated_detail::nodes + 2243, 3}, {generated_detail::outs + 932, 1}, {generated_detail::outs + 933, 1}, 1, 0},
     // (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (relu ?x) ?x))
-    {"transpose-relu-ewadd-to-relu-ewadd-transpose-8721d7c52d", "(ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (relu ?x) ?x))", generated_detail::prov219, {generated_detail::nodes + 2246, 3}, {generated_detail::nodes + 2249, 3}, {generated_detail::outs + 934, 1}, {generated_detail::outs + 935, 1}, 1, 0},
+    {"transpose-relu-ewadd-to-relu-ewadd-transpose-b398673fcf", "(ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd (relu ?x) ?x))", generated_detail::prov219, {generated_detail::nodes + 2246, 3}, {generated_detail::nodes + 2249, 3}, {generated_detail::outs + 934, 1}, {generated_detail::outs + 935, 1}, 1, 0},
     // (transpose{perm=33554433} (ewadd (relu ?x) ?x)) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-ewadd-to-relu-ewadd-transpose-8721d7c52d-rev", "(transpose{perm=33554433} (ewadd (relu ?x) ?x)) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov219, {generated_detail::nodes + 2252, 3}, {generated_detail::nodes + 2255, 3}, {generated_detail::outs + 936, 1}, {generated_detail::outs + 937, 1}, 1, 0},
+    {"transpose-relu-ewadd-to-relu-ewadd-transpose-b398673fcf-rev", "(transpose{perm=33554433} (ewadd (relu ?x) ?x)) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov219, {generated_detail::nodes + 2252, 3}, {generated_detail::nodes + 2255, 3}, {generated_detail::outs + 936, 1}, {generated_detail::outs + 937, 1}, 1, 0},
     // (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (relu ?x)))
-    {"transpose-relu-ewadd-to-relu-ewadd-transpose-e18fb646cd", "(ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (relu ?x)))", generated_detail::prov219, {generated_detail::nodes + 2258, 3}, {generated_detail::nodes + 2261, 3}, {generated_detail::outs + 938, 1}, {generated_detail::outs + 939, 1}, 1, 0},
+    {"transpose-relu-ewadd-to-relu-ewadd-transpose-c34e5146ef", "(ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewadd ?x (relu ?x)))", generated_detail::prov219, {generated_detail::nodes + 2258, 3}, {generated_detail::nodes + 2261, 3}, {generated_detail::outs + 938, 1}, {generated_detail::outs + 939, 1}, 1, 0},
     // (transpose{perm=33554433} (ewadd ?x (relu ?x))) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-ewadd-to-relu-ewadd-transpose-e18fb646cd-rev", "(transpose{perm=33554433} (ewadd ?x (relu ?x))) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov219, {generated_detail::nodes + 2264, 3}, {generated_detail::nodes + 2267, 3}, {generated_detail::outs + 940, 1}, {generated_detail::outs + 941, 1}, 1, 0},
+    {"transpose-relu-ewadd-to-relu-ewadd-transpose-c34e5146ef-rev", "(transpose{perm=33554433} (ewadd ?x (relu ?x))) => (ewadd (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov219, {generated_detail::nodes + 2264, 3}, {generated_detail::nodes + 2267, 3}, {generated_detail::outs + 940, 1}, {generated_detail::outs + 941, 1}, 1, 0},
     // (ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (relu ?x)))
-    {"transpose-relu-ewmul-to-relu-ewmul-transpose-7980a0c32f", "(ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (relu ?x)))", generated_detail::prov220, {generated_detail::nodes + 2270, 3}, {generated_detail::nodes + 2273, 3}, {generated_detail::outs + 942, 1}, {generated_detail::outs + 943, 1}, 1, 0},
+    {"transpose-relu-ewmul-to-relu-ewmul-transpose-8df171c329", "(ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (relu ?x)))", generated_detail::prov220, {generated_detail::nodes + 2270, 3}, {generated_detail::nodes + 2273, 3}, {generated_detail::outs + 942, 1}, {generated_detail::outs + 943, 1}, 1, 0},
     // (transpose{perm=33554433} (ewmul ?x (relu ?x))) => (ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-ewmul-to-relu-ewmul-transpose-7980a0c32f-rev", "(transpose{perm=33554433} (ewmul ?x (relu ?x))) => (ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov220, {generated_detail::nodes + 2276, 3}, {generated_detail::nodes + 2279, 3}, {generated_detail::outs + 944, 1}, {generated_detail::outs + 945, 1}, 1, 0},
-    // (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x)))
-    {"transpose-relu-matmul-to-relu-matmul-transpose-ce7dd7fb57", "(matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x)))", generated_detail::prov221, {generated_detail::nodes + 2282, 3}, {generated_detail::nodes + 2285, 3}, {generated_detail::outs + 946, 1}, {generated_detail::outs + 947, 1}, 1, 0},
-    // (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x))) => (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
-    {"transpose-relu-matmul-to-relu-matmul-transpose-ce7dd7fb57-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (relu ?x))) => (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov221, {generated_detail::nodes + 2288, 3}, {generated_detail::nodes + 2291, 3}, {generated_detail::outs + 948, 1}, {generated_detail::outs + 949, 1}, 1, 0},
+    {"transpose-relu-ewmul-to-relu-ewmul-transpose-8df171c329-rev", "(transpose{perm=33554433} (ewmul ?x (relu ?x))) => (ewmul (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov220, {generated_detail::nodes + 2276, 3}, {generated_detail::nodes + 2279, 3}, {generated_detail::outs + 944, 1}, {generated_detail::outs + 945, 1}, 1, 0},
     // (matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x))
-    {"transpose-relu-matmul-to-relu-matmul-transpose-fe503d5c37", "(matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x))", generated_detail::prov222, {generated_detail::nodes + 2294, 3}, {generated_detail::nodes + 2297, 3}, {generated_detail::outs + 950, 1}, {generated_detail::outs + 951, 1}, 1, 0},
+    {"transpose-relu-matmul-to-relu-matmul-transpose-cd3eac6a19", "(matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x))) => (transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x))", generated_detail::prov221, {generated_detail::nodes + 2282, 3}, {generated_detail::nodes + 2285, 3}, {generated_detail::outs + 946, 1}, {generated_detail::outs + 947, 1}, 1, 0},
     // (transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x)) => (matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))
-    {"transpose-relu-matmul-to-relu-matmul-transpose-fe503d5c37-rev", "(transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x)) => (matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov222, {generated_detail::nodes + 2300, 3}, {generated_detail::nodes + 2303, 3}, {generated_detail::outs + 952, 1}, {generated_detail::outs + 953, 1}, 1, 0},
+    {"transpose-relu-matmul-to-relu-matmul-transpose-cd3eac6a19-rev", "(transpose{perm=33554433} (matmul{act=1} (relu ?x) ?x)) => (matmul{act=1} (transpose{perm=33554433} ?x) (relu (transpose{perm=33554433} ?x)))", generated_detail::prov221, {generated_detail::nodes + 2288, 3}, {generated_detail::nodes + 2291, 3}, {generated_detail::outs + 948, 1}, {generated_detail::outs + 949, 1}, 1, 0},
+    // (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x)))
+    {"transpose-relu-matmul-to-relu-matmul-transpose-d45828ca81", "(matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x)))", generated_detail::prov222, {generated_detail::nodes + 2294, 3}, {generated_detail::nodes + 2297, 3}, {generated_detail::outs + 950, 1}, {generated_detail::outs + 951, 1}, 1, 0},
+    // (transpose{perm=33554433} (matmul{act=1} ?x (relu ?x))) => (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))
+    {"transpose-relu-matmul-to-relu-matmul-transpose-d45828ca81-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (relu ?x))) => (matmul{act=1} (relu (transpose{perm=33554433} ?x)) (transpose{perm=33554433} ?x))", generated_detail::prov222, {generated_detail::nodes + 2300, 3}, {generated_detail::nodes + 2303, 3}, {generated_detail::outs + 952, 1}, {generated_detail::outs + 953, 1}, 1, 0},
     // (relu (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (relu ?x))
-    {"transpose-relu-to-relu-transpose-b03a396617", "(relu (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (relu ?x))", generated_detail::prov223, {generated_detail::nodes + 2306, 2}, {generated_detail::nodes + 2308, 2}, {generated_detail::outs + 954, 1}, {generated_detail::outs + 955, 1}, 1, 0},
+    {"transpose-relu-to-relu-transpose-e84cdbbb01", "(relu (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (relu ?x))", generated_detail::prov223, {generated_detail::nodes + 2306, 2}, {generated_detail::nodes + 2308, 2}, {generated_detail::outs + 954, 1}, {generated_detail::outs + 955, 1}, 1, 0},
     // (transpose{perm=33554433} (relu ?x)) => (relu (transpose{perm=33554433} ?x))
-    {"transpose-relu-to-relu-transpose-b03a396617-rev", "(transpose{perm=33554433} (relu ?x)) => (relu (transpose{perm=33554433} ?x))", generated_detail::prov223, {generated_detail::nodes + 2310, 2}, {generated_detail::nodes + 2312, 2}, {generated_detail::outs + 956, 1}, {generated_detail::outs + 957, 1}, 1, 0},
-    // (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y)))
-    {"transpose-smul-concat-to-smul-concat-transpose-6b99c88f81", "(concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y)))", generated_detail::prov224, {generated_detail::nodes + 2314, 3}, {generated_detail::nodes + 2317, 3}, {generated_detail::outs + 958, 1}, {generated_detail::outs + 959, 1}, 2, 0},
-    // (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y))) => (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
-    {"transpose-smul-concat-to-smul-concat-transpose-6b99c88f81-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y))) => (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov224, {generated_detail::nodes + 2320, 3}, {generated_detail::nodes + 2323, 3}, {generated_detail::outs + 960, 1}, {generated_detail::outs + 961, 1}, 2, 0},
-    // (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y)))
-    {"transpose-smul-concat-to-smul-concat-transpose-7adb295ca7", "(concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y)))", generated_detail::prov225, {generated_detail::nodes + 2326, 3}, {generated_detail::nodes + 2329, 3}, {generated_detail::outs + 962, 1}, {generated_detail::outs + 963, 1}, 2, 0},
-    // (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
-    {"transpose-smul-concat-to-smul-concat-transpose-7adb295ca7-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov225, {generated_detail::nodes + 2332, 3}, {generated_detail::nodes + 2335, 3}, {generated_detail::outs + 964, 1}, {generated_detail::outs + 965, 1}, 2, 0},
+    {"transpose-relu-to-relu-transpose-e84cdbbb01-rev", "(transpose{perm=33554433} (relu ?x)) => (relu (transpose{perm=33554433} ?x))", generated_detail::prov223, {generated_detail::nodes + 2310, 2}, {generated_detail::nodes + 2312, 2}, {generated_detail::outs + 956, 1}, {generated_detail::outs + 957, 1}, 1, 0},
     // (concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x))
-    {"transpose-smul-concat-to-smul-concat-transpose-866e95f277", "(concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x))", generated_detail::prov226, {generated_detail::nodes + 2338, 3}, {generated_detail::nodes + 2341, 3}, {generated_detail::outs + 966, 1}, {generated_detail::outs + 967, 1}, 2, 0},
+    {"transpose-smul-concat-to-smul-concat-transpose-395c49f261", "(concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x))", generated_detail::prov224, {generated_detail::nodes + 2314, 3}, {generated_detail::nodes + 2317, 3}, {generated_detail::outs + 958, 1}, {generated_detail::outs + 959, 1}, 2, 0},
     // (transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))
-    {"transpose-smul-concat-to-smul-concat-transpose-866e95f277-rev", "(transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov226, {generated_detail::nodes + 2344, 3}, {generated_detail::nodes + 2347, 3}, {generated_detail::outs + 968, 1}, {generated_detail::outs + 969, 1}, 2, 0},
+    {"transpose-smul-concat-to-smul-concat-transpose-395c49f261-rev", "(transpose{perm=33554433} (concat{axis=1} (smul ?x ?y) ?x)) => (concat{axis=0} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov224, {generated_detail::nodes + 2320, 3}, {generated_detail::nodes + 2323, 3}, {generated_detail::outs + 960, 1}, {generated_detail::outs + 961, 1}, 2, 0},
     // (concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x))
-    {"transpose-smul-concat-to-smul-concat-transpose-f02ebcb8d9", "(concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x))", generated_detail::prov224, {generated_detail::nodes + 2350, 3}, {generated_detail::nodes + 2353, 3}, {generated_detail::outs + 970, 1}, {generated_detail::outs + 971, 1}, 2, 0},
+    {"transpose-smul-concat-to-smul-concat-transpose-9fa600f6d3", "(concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x))", generated_detail::prov225, {generated_detail::nodes + 2326, 3}, {generated_detail::nodes + 2329, 3}, {generated_detail::outs + 962, 1}, {generated_detail::outs + 963, 1}, 2, 0},
     // (transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))
-    {"transpose-smul-concat-to-smul-concat-transpose-f02ebcb8d9-rev", "(transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov224, {generated_detail::nodes + 2356, 3}, {generated_detail::nodes + 2359, 3}, {generated_detail::outs + 972, 1}, {generated_detail::outs + 973, 1}, 2, 0},
+    {"transpose-smul-concat-to-smul-concat-transpose-9fa600f6d3-rev", "(transpose{perm=33554433} (concat{axis=0} (smul ?x ?y) ?x)) => (concat{axis=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov225, {generated_detail::nodes + 2332, 3}, {generated_detail::nodes + 2335, 3}, {generated_detail::outs + 964, 1}, {generated_detail::outs + 965, 1}, 2, 0},
+    // (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y)))
+    {"transpose-smul-concat-to-smul-concat-transpose-c7b8d391ab", "(concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y)))", generated_detail::prov225, {generated_detail::nodes + 2338, 3}, {generated_detail::nodes + 2341, 3}, {generated_detail::outs + 966, 1}, {generated_detail::outs + 967, 1}, 2, 0},
+    // (transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y))) => (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
+    {"transpose-smul-concat-to-smul-concat-transpose-c7b8d391ab-rev", "(transpose{perm=33554433} (concat{axis=0} ?x (smul ?x ?y))) => (concat{axis=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov225, {generated_detail::nodes + 2344, 3}, {generated_detail::nodes + 2347, 3}, {generated_detail::outs + 968, 1}, {generated_detail::outs + 969, 1}, 2, 0},
+    // (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y)))
+    {"transpose-smul-concat-to-smul-concat-transpose-edba3457d1", "(concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y)))", generated_detail::prov226, {generated_detail::nodes + 2350, 3}, {generated_detail::nodes + 2353, 3}, {generated_detail::outs + 970, 1}, {generated_detail::outs + 971, 1}, 2, 0},
+    // (transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
+    {"transpose-smul-concat-to-smul-concat-transpose-edba3457d1-rev", "(transpose{perm=33554433} (concat{axis=1} ?x (smul ?x ?y))) => (concat{axis=0} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov226, {generated_detail::nodes + 2356, 3}, {generated_detail::nodes + 2359, 3}, {generated_detail::outs + 972, 1}, {generated_detail::outs + 973, 1}, 2, 0},
     // (ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (ewadd ?x (smul ?x ?y)))
-    {"transpose-smul-ewadd-to-smul-ewadd-transpose-32e4c1ac19", "(ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (ewadd ?x (smul ?x ?y)))", generated_detail::prov227, {generated_detail::nodes + 2362, 3}, {generated_detail::nodes + 2365, 3}, {generated_detail::outs + 974, 1}, {generated_detail::outs + 975, 1}, 2, 0},
+    {"transpose-smul-ewadd-to-smul-ewadd-transpose-71a83f5d4b", "(ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (ewadd ?x (smul ?x ?y)))", generated_detail::prov227, {generated_detail::nodes + 2362, 3}, {generated_detail::nodes + 2365, 3}, {generated_detail::outs + 974, 1}, {generated_detail::outs + 975, 1}, 2, 0},
     // (transpose{perm=33554433} (ewadd ?x (smul ?x ?y))) => (ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
-    {"transpose-smul-ewadd-to-smul-ewadd-transpose-32e4c1ac19-rev", "(transpose{perm=33554433} (ewadd ?x (smul ?x ?y))) => (ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov227, {generated_detail::nodes + 2368, 3}, {generated_detail::nodes + 2371, 3}, {generated_detail::outs + 976, 1}, {generated_detail::outs + 977, 1}, 2, 0},
+    {"transpose-smul-ewadd-to-smul-ewadd-transpose-71a83f5d4b-rev", "(transpose{perm=33554433} (ewadd ?x (smul ?x ?y))) => (ewadd (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov227, {generated_detail::nodes + 2368, 3}, {generated_detail::nodes + 2371, 3}, {generated_detail::outs + 976, 1}, {generated_detail::outs + 977, 1}, 2, 0},
     // (ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (smul ?x ?y)))
-    {"transpose-smul-ewmul-to-smul-ewmul-transpose-bde076a8df", "(ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (smul ?x ?y)))", generated_detail::prov228, {generated_detail::nodes + 2374, 3}, {generated_detail::nodes + 2377, 3}, {generated_detail::outs + 978, 1}, {generated_detail::outs + 979, 1}, 2, 0},
+    {"transpose-smul-ewmul-to-smul-ewmul-transpose-c18fdd3c59", "(ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (ewmul ?x (smul ?x ?y)))", generated_detail::prov228, {generated_detail::nodes + 2374, 3}, {generated_detail::nodes + 2377, 3}, {generated_detail::outs + 978, 1}, {generated_detail::outs + 979, 1}, 2, 0},
     // (transpose{perm=33554433} (ewmul ?x (smul ?x ?y))) => (ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))
-    {"transpose-smul-ewmul-to-smul-ewmul-transpose-bde076a8df-rev", "(transpose{perm=33554433} (ewmul ?x (smul ?x ?y))) => (ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov228, {generated_detail::nodes + 2380, 3}, {generated_detail::nodes + 2383, 3}, {generated_detail::outs + 980, 1}, {generated_detail::outs + 981, 1}, 2, 0},
+    {"transpose-smul-ewmul-to-smul-ewmul-transpose-c18fdd3c59-rev", "(transpose{perm=33554433} (ewmul ?x (smul ?x ?y))) => (ewmul (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov228, {generated_detail::nodes + 2380, 3}, {generated_detail::nodes + 2383, 3}, {generated_detail::outs + 980, 1}, {generated_detail::outs + 981, 1}, 2, 0},
     // (matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))
-    {"transpose-smul-matmul-to-smul-matmul-transpose-61aaf4efbb", "(matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))", generated_detail::prov229, {generated_detail::nodes + 2386, 3}, {generated_detail::nodes + 2389, 3}, {generated_detail::outs + 982, 1}, {generated_detail::outs + 983, 1}, 2, 0},
+    {"transpose-smul-matmul-to-smul-matmul-transpose-52828287b5", "(matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))", generated_detail::prov229, {generated_detail::nodes + 2386, 3}, {generated_detail::nodes + 2389, 3}, {generated_detail::outs + 982, 1}, {generated_detail::outs + 983, 1}, 2, 0},
     // (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))
-    {"transpose-smul-matmul-to-smul-matmul-transpose-61aaf4efbb-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov229, {generated_detail::nodes + 2392, 3}, {generated_detail::nodes + 2395, 3}, {generated_detail::outs + 984, 1}, {generated_detail::outs + 985, 1}, 2, 0},
+    {"transpose-smul-matmul-to-smul-matmul-transpose-52828287b5-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (transpose{perm=33554433} ?x) (smul (transpose{perm=33554433} ?x) ?y))", generated_detail::prov229, {generated_detail::nodes + 2392, 3}, {generated_detail::nodes + 2395, 3}, {generated_detail::outs + 984, 1}, {generated_detail::outs + 985, 1}, 2, 0},
     // (matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))
-    {"transpose-smul-matmul-to-smul-matmul-transpose-b7385e64a3", "(matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))", generated_detail::prov230, {generated_detail::nodes + 2398, 3}, {generated_detail::nodes + 2401, 3}, {generated_detail::outs + 986, 1}, {generated_detail::outs + 987, 1}, 2, 0},
+    {"transpose-smul-matmul-to-smul-matmul-transpose-dbbf4f694d", "(matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x)) => (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y)))", generated_detail::prov230, {generated_detail::nodes + 2398, 3}, {generated_detail::nodes + 2401, 3}, {generated_detail::outs + 986, 1}, {generated_detail::outs + 987, 1}, 2, 0},
     // (transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))
-    {"transpose-smul-matmul-to-smul-matmul-transpose-b7385e64a3-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov230, {generated_detail::nodes + 2404, 3}, {generated_detail::nodes + 2407, 3}, {generated_detail::outs + 988, 1}, {generated_detail::outs + 989, 1}, 2, 0},
+    {"transpose-smul-matmul-to-smul-matmul-transpose-dbbf4f694d-rev", "(transpose{perm=33554433} (matmul{act=1} ?x (smul ?x ?y))) => (matmul{act=1} (smul (transpose{perm=33554433} ?x) ?y) (transpose{perm=33554433} ?x))", generated_detail::prov230, {generated_detail::nodes + 2404, 3}, {generated_detail::nodes + 2407, 3}, {generated_detail::outs + 988, 1}, {generated_detail::outs + 989, 1}, 2, 0},
     // (smul (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (smul ?x ?y))
-    {"transpose-smul-to-smul-transpose-91c1161e33", "(smul (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (smul ?x ?y))", generated_detail::prov231, {generated_detail::nodes + 2410, 2}, {generated_detail::nodes + 2412, 2}, {generated_detail::outs + 990, 1}, {generated_detail::outs + 991, 1}, 2, 0},
+    {"transpose-smul-to-smul-transpose-07bf88ed2d", "(smul (transpose{perm=33554433} ?x) ?y) => (transpose{perm=33554433} (smul ?x ?y))", generated_detail::prov231, {generated_detail::nodes + 2410, 2}, {generated_detail::nodes + 2412, 2}, {generated_detail::outs + 990, 1}, {generated_detail::outs + 991, 1}, 2, 0},
     // (transpose{perm=33554433} (smul ?x ?y)) => (smul (transpose{perm=33554433} ?x) ?y)
-    {"transpose-smul-to-smul-transpose-91c1161e33-rev", "(transpose{perm=33554433} (smul ?x ?y)) => (smul (transpose{perm=33554433} ?x) ?y)", generated_detail::prov231, {generated_detail::nodes + 2414, 2}, {generated_detail::nodes + 2416, 2}, {generated_detail::outs + 992, 1}, {generated_detail::outs + 993, 1}, 2, 0},
+    {"transpose-smul-to-smul-transpose-07bf88ed2d-rev", "(transpose{perm=33554433} (smul ?x ?y)) => (smul (transpose{perm=33554433} ?x) ?y)", generated_detail::prov231, {generated_detail::nodes + 2414, 2}, {generated_detail::nodes + 2416, 2}, {generated_detail::outs + 992, 1}, {generated_detail::outs + 993, 1}, 2, 0},
     // (matmul{act=0} (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=0} ?y ?x))
-    {"transpose-transpose-matmul-to-matmul-transpose-19e07cebf5", "(matmul{act=0} (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=0} ?y ?x))", generated_detail::prov232, {generated_detail::nodes + 2418, 3}, {generated_detail::nodes + 2421, 2}, {generated_detail::outs + 994, 1}, {generated_detail::outs + 995, 1}, 2, 0},
+    {"transpose-transpose-matmul-to-matmul-transpose-8b6d284337", "(matmul{act=0} (transpose{perm=33554433} ?x) (transpose{perm=33554433} ?y)) => (transpose{perm=33554433} (matmul{act=0} ?y ?x))", generated_detail::prov232, {generated_detail::nodes + 2418, 3}, {generated_detail::nodes + 2421, 2}, {generated_detail::outs + 994, 1}, {generated_detail::outs + 995, 1}, 2, 0},
     // (transpose{perm=33554433} (matmul{act=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} ?y) (transpose{perm=33554433} ?x))
-    {"transpose-transpose-matmul-to-matmul-transpose-19e07cebf5-rev", "(transpose{perm=33554433} (matmul{act=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} ?y) (transpose{perm=33554433} ?x))", generated_detail::prov232, {generated_detail::nodes + 2423, 2}, {generated_detail::nodes + 2425, 3}, {generated_detail::outs + 996, 1}, {generated_detail::outs + 997, 1}, 2, 0},
+    {"transpose-transpose-matmul-to-matmul-transpose-8b6d284337-rev", "(transpose{perm=33554433} (matmul{act=0} ?x ?y)) => (matmul{act=0} (transpose{perm=33554433} ?y) (transpose{perm=33554433} ?x))", generated_detail::prov232, {generated_detail::nodes + 2423, 2}, {generated_detail::nodes + 2425, 3}, {generated_detail::outs + 996, 1}, {generated_detail::outs + 997, 1}, 2, 0},
     // (transpose{perm=33554433} (transpose{perm=33554433} ?x)) => ?x
-    {"transpose-transpose-to-input-7e297df3c6", "(transpose{perm=33554433} (transpose{perm=33554433} ?x)) => ?x", generated_detail::prov233, {generated_detail::nodes + 2428, 2}, {}, {generated_detail::outs + 998, 1}, {generated_detail::outs + 999, 1}, 1, 0},
+    {"transpose-transpose-to-input-a0cacb52b0", "(transpose{perm=33554433} (transpose{perm=33554433} ?x)) => ?x", generated_detail::prov233, {generated_detail::nodes + 2428, 2}, {}, {generated_detail::outs + 998, 1}, {generated_detail::outs + 999, 1}, 1, 0},
 }};
 
 // Every generated rule, each proven (by Z3 or by rewriting with Z3-proven rules);

@@ -8,20 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "tsopt/core/hash.hpp"
 #include "tsopt/spec/axioms.hpp"
 #include "tsopt/spec/registry.hpp"
 
 namespace tsopt::spec {
 
 namespace hash_detail {
-struct fnv {
-    std::uint64_t h = 1469598103934665603ull;
-    void bytes(const void* p, std::size_t n) {
-        auto* c = static_cast<const unsigned char*>(p);
-        for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
-    }
-    void str(std::string_view s) { num(s.size()); bytes(s.data(), s.size()); }
-    void num(std::int64_t v) { bytes(&v, sizeof v); }
+// tsopt's FNV-1a (core/hash.hpp) with the framing of spec values.
+struct spec_hasher : hashing::fnv1a {
+    using fnv1a::fnv1a;
+    void str(std::string_view s) { text(s); }
+    void num(std::int64_t v) { number(v); }
     void ref(const spec::value_ref& r) { num(r.index); num(r.output); num(r.is_var); }
     void node(const spec::pattern_node& n) {
         num(static_cast<int>(n.op));
@@ -30,19 +28,11 @@ struct fnv {
         for (auto& p : n.params) { num(static_cast<int>(p.k)); num(p.dim); ref(p.of); num(p.value); }
     }
 };
-inline std::string hex(std::uint64_t v, int digits = 16) {
-    static const char* d = "0123456789abcdef";
-    std::string s(static_cast<std::size_t>(digits), '0');
-    for (int i = digits - 1; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = d[v & 15];
-    return s;
-}
 
-}  // namespace hash_detail
-
-inline std::string spec_hash() {
-    using hash_detail::fnv;
-    using hash_detail::hex;
-    fnv f;
+// The hash of the declarations and axioms, from FNV state `start`.
+inline std::uint64_t spec_digest(std::uint64_t start) {
+    spec_hasher f;
+    f.value = start;
     for (const spec::op_decl* d : spec::operators) {
         f.num(static_cast<int>(d->kind));
         f.str(d->name);
@@ -75,7 +65,17 @@ inline std::string spec_hash() {
             for (auto* t : {&c.a, &c.b}) { f.num(static_cast<int>(t->k)); f.num(t->dim); f.ref(t->of); f.num(t->value); }
         }
     }
-    return hex(f.h);
+    return f.value;
 }
+
+}  // namespace hash_detail
+
+inline std::string spec_hash() { return hashing::hex(hash_detail::spec_digest(hashing::fnv_offset_basis)); }
+
+// The same operator set's hash as tsopt-gen wrote it before the library had
+// one hash (core/hash.hpp): its FNV started from 1469598103934665603, a
+// mistyped offset basis. rules/load.hpp still accepts listings that carry it
+// for this very operator set; nothing writes it any more.
+inline std::string spec_hash_before_one_hash() { return hashing::hex(hash_detail::spec_digest(1469598103934665603ull)); }
 
 }  // namespace tsopt::spec

@@ -234,7 +234,7 @@ private:
     // `keep`: plans that must stay alive together (pick_fastest holds one per
     // candidate), so the cache never evicts below that.
     cudnn_impl::device_plan& plan_for(const graph& g, run_mode m, std::size_t keep = 0) {
-        std::uint64_t key = plan_key(g, graph::mix(g.structural_hash(), static_cast<std::uint64_t>(m) + 1));
+        std::uint64_t key = plan_key(g, hashing::combine(g.structural_hash(), static_cast<std::uint64_t>(m) + 1));
         if (cudnn_impl::device_plan* p = plans_.find(key)) {
             ++plan_reuses;
             return *p;

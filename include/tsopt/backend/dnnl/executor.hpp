@@ -333,10 +333,8 @@ public:
     pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
         std::uint64_t set = static_cast<std::uint64_t>(reps);
-        for (const graph& g : candidates) set = set * 0x100000001b3ull ^ content_hash(g);
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(set));
-        auto key = [&](std::size_t c) { return "pick|" + std::string(hex) + "|" + std::to_string(c); };
+        for (const graph& g : candidates) set = hashing::combine(set, content_hash(g));
+        auto key = [&](std::size_t c) { return "pick|" + hashing::hex(set) + "|" + std::to_string(c); };
         std::vector<std::optional<double>> known;
         for (std::size_t c = 0; c < candidates.size(); ++c) known.push_back(cache_.find(key(c)));
         std::vector<dnnl_impl::plan*> plans;
