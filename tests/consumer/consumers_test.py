@@ -15,6 +15,10 @@ there as an outside project would, then run on models/demo.onnx:
   5. Own rules: a Meson project whose build runs the installed tsopt-gen over
      its operators (relu, matmul) into its own namespace, and a program
      using that set beside the shipped one (own_rules_example.cpp).
+  6. The GPU backend, where the build has it (tsopt-cuda.pc installed):
+     cuda_consumer_example.cpp built with pkg-config tsopt-cuda and with
+     CMake's tsopt::cuda, each run: on a CUDA device it must match the
+     reference; without one it exits 77 and only the build and link count.
 Each written model is checked with `tsopt bench` (equal on random inputs)
 when the tsopt command is given.
 """
@@ -161,12 +165,44 @@ def own_rules():
     print("ok: own rules: tsopt-gen ran at the consumer's build, both sets in one program, the own set applied")
 
 
+def gpu_backend():
+    if not list(stage.rglob("tsopt-cuda.pc")):
+        print("skipped: GPU backend consumers: this build has no CUDA backend (no tsopt-cuda.pc)")
+        return
+    example = HERE / "cuda_consumer_example.cpp"
+    d = WORK / "cuda"
+    d.mkdir()
+    flags = step("cuda pkg-config", ["pkg-config", "--cflags", "--libs", "tsopt-cuda"], env=env).split()
+    step("cuda pkg-config", ["c++", "-std=c++20", "-O1", example, "-o", d / "example", *flags], cwd=d)
+    (d / "cmake").mkdir()
+    shutil.copy(example, d / "cmake" / "example.cpp")
+    (d / "cmake" / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\n"
+        "project(tsopt_cuda_consumer CXX)\n"
+        "find_package(tsopt 0.1 REQUIRED COMPONENTS cuda)\n"
+        "add_executable(example example.cpp)\n"
+        "target_compile_options(example PRIVATE -O1 -Wall -Wextra -Werror)\n"
+        "target_link_libraries(example PRIVATE tsopt::cuda)\n")
+    step("cuda cmake", ["cmake", "-S", d / "cmake", "-B", d / "cmake" / "build", f"-DCMAKE_PREFIX_PATH={prefix}"])
+    step("cuda cmake", ["cmake", "--build", d / "cmake" / "build"])
+    for how, exe in (("pkg-config", d / "example"), ("cmake", d / "cmake" / "build" / "example")):
+        p = run([exe], cwd=d, timeout=600)
+        print(p.stdout.strip())
+        if p.returncode == 77:
+            print(f"ok: GPU backend via {how}: built and linked; not run: no CUDA device here")
+        elif p.returncode == 0:
+            print(f"ok: GPU backend via {how}: ran on the device and matched the reference")
+        else:
+            raise RuntimeError(f"GPU backend via {how}: the example exited {p.returncode}")
+
+
 consumer("pkg-config", with_pkg_config)
 consumer("meson", with_meson)
 consumer("cmake", with_cmake)
 consumer("subproject", as_subproject)
 consumer("own rules", own_rules)
+consumer("GPU backend", gpu_backend)
 if failures:
     print("FAILED: " + ", ".join(failures))
     sys.exit(1)
-print("all consumers built and ran: pkg-config, Meson, CMake, subproject, own rules")
+print("all consumers built and ran: pkg-config, Meson, CMake, subproject, own rules, GPU backend (where built)")
