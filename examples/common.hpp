@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "tsopt/backend/dnnl/executor.hpp"
 #include "tsopt/backend/profile.hpp"
 #include "tsopt/backend/reference/executor.hpp"
@@ -103,93 +105,97 @@ inline std::string usage(std::string_view model) {
 
 namespace detail {
 
+// CLI11 validators of the options' values; CLI11 prefixes the message with
+// the option's name. A valid value is rewritten to the form CLI11 converts
+// as meant (its own integer conversion reads a leading 0 as octal).
 template <class T>
-T number(std::string_view opt, std::string_view text) {
-    T v{};
-    const char* b = text.data();
-    const char* e = b + text.size();
-    std::from_chars_result r;
-    if constexpr (std::is_floating_point_v<T>) {
-        // from_chars for double is C++17 but keep strtod for portability of exponents.
-        std::string s(text);
-        char* end = nullptr;
-        v = static_cast<T>(std::strtod(s.c_str(), &end));
-        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(static_cast<double>(v)))
-            throw usage_error(std::string(opt) + ": expected a number, got '" + s + "'");
-        return v;
-    } else {
-        r = std::from_chars(b, e, v);
-        if (r.ec != std::errc{} || r.ptr != e)
-            throw usage_error(std::string(opt) + ": expected an integer, got '" + std::string(text) + "'");
-        return v;
-    }
+CLI::Validator integer_at_least(T low) {
+    return CLI::Validator(
+        [low](std::string& s) -> std::string {
+            T v{};
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return "expected an integer, got '" + s + "'";
+            if (v < low) return "must be at least " + std::to_string(low) + ", got " + s;
+            s = std::to_string(v);
+            return {};
+        },
+        "N");
+}
+
+// A finite number for which `ok` holds; `rule` says what it must be.
+inline CLI::Validator number(bool (*ok)(double), std::string rule) {
+    return CLI::Validator(
+        [ok, rule](std::string& s) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return "expected a number, got '" + s + "'";
+            if (!ok(v)) return "must be " + rule + ", got " + s;
+            return {};
+        },
+        "X");
 }
 
 }  // namespace detail
 
-// Parses argv; throws usage_error with a sentence naming the bad option.
+// Parses argv with CLI11; throws usage_error with a sentence naming the bad option.
 inline settings parse(std::string_view model, int argc, char** argv) {
     settings s;
     s.model = std::string(model);
-    std::optional<int> width_div, depth_div, length, reps;
-    std::optional<double> budget;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        std::string_view val;
-        bool has_inline = false;
-        if (auto eq = a.find('='); a.starts_with("--") && eq != std::string_view::npos) {
-            val = a.substr(eq + 1);
-            a = a.substr(0, eq);
-            has_inline = true;
-        }
-        auto value = [&]() -> std::string_view {
-            if (has_inline) return val;
-            if (i + 1 >= argc) throw usage_error(std::string(a) + ": missing value");
-            return argv[++i];
-        };
-        auto positive = [&](int v) {
-            if (v < 1) throw usage_error(std::string(a) + ": must be at least 1, got " + std::to_string(v));
-            return v;
-        };
-        if (a == "--help" || a == "-h") s.help = true;
-        else if (a == "--quick") s.quick = true;
-        else if (a == "--profile") s.profile = true;
-        else if (a == "--batch") s.batch = positive(detail::number<int>(a, value()));
-        else if (a == "--image") s.image = positive(detail::number<int>(a, value()));
-        else if (a == "--width-div") width_div = positive(detail::number<int>(a, value()));
-        else if (a == "--depth-div") depth_div = positive(detail::number<int>(a, value()));
-        else if (a == "--length") length = positive(detail::number<int>(a, value()));
-        else if (a == "--reps") reps = positive(detail::number<int>(a, value()));
-        else if (a == "--top-k") s.top_k = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
-        else if (a == "--partition") s.partition = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
-        else if (a == "--seed") s.seed = detail::number<std::uint64_t>(a, value());
-        else if (a == "--budget") {
-            budget = detail::number<double>(a, value());
-            if (!(*budget > 0)) throw usage_error("--budget: must be a positive number of seconds");
-        } else if (a == "--alpha") {
-            s.alpha = detail::number<double>(a, value());
-            if (!(s.alpha >= 1)) throw usage_error("--alpha: must be at least 1 (1 is greedy), got " + std::string(argv[i]));
-        } else if (a == "--tolerance") {
-            s.tolerance = detail::number<double>(a, value());
-            if (!(s.tolerance > 0)) throw usage_error("--tolerance: must be positive");
-        } else if (a == "--backend") {
-            s.backend = std::string(value());
-            if (s.backend != "cpu" && s.backend != "cuda")
-                throw usage_error("--backend: expected cpu or cuda, got '" + s.backend + "'");
-        } else if (a == "--rules") {
+    CLI::App app(s.model);
+    app.set_help_flag();  // run() prints usage()
+    app.allow_extras();   // reported below as unknown options
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();  // a later one wins
+    const auto positive = detail::integer_at_least(1);
+    std::string rules;
+    app.add_flag("-h,--help", s.help);
+    app.add_flag("--quick", s.quick);
+    app.add_flag("--profile", s.profile);
+    app.add_option("--batch", s.batch)->check(positive);
+    app.add_option("--image", s.image)->check(positive);
+    auto* width_div = app.add_option("--width-div", s.width_div)->check(positive);
+    auto* depth_div = app.add_option("--depth-div", s.depth_div)->check(positive);
+    auto* length = app.add_option("--length", s.length)->check(positive);
+    auto* reps = app.add_option("--reps", s.reps)->check(positive);
+    app.add_option("--top-k", s.top_k)->check(positive);
+    app.add_option("--partition", s.partition)->check(positive);
+    app.add_option("--seed", s.seed)->check(detail::integer_at_least<std::uint64_t>(0));
+    auto* budget = app.add_option("--budget", s.budget)
+                       ->check(detail::number([](double v) { return v > 0; }, "a positive number of seconds"));
+    app.add_option("--alpha", s.alpha)->check(detail::number([](double v) { return v >= 1; }, "at least 1 (1 is greedy)"));
+    app.add_option("--tolerance", s.tolerance)->check(detail::number([](double v) { return v > 0; }, "positive"));
+    app.add_option("--backend", s.backend)->check(CLI::Validator(
+        [](std::string& v) -> std::string { return v == "cpu" || v == "cuda" ? "" : "expected cpu or cuda, got '" + v + "'"; },
+        "cpu|cuda"));
+    auto* rules_opt = app.add_option("--rules", rules)->check(CLI::Validator(
+        [](std::string& v) -> std::string {
             try {
-                s.rules = rules::parse_built_in_set(value());
+                rules::parse_built_in_set(v);
+                return {};
             } catch (const error& e) {
-                throw usage_error(e.what());
+                std::string what = e.what();  // "--rules: expected ...": CLI11 adds the name
+                return what.starts_with("--rules: ") ? what.substr(9) : what;
             }
-        } else
-            throw usage_error("unknown option '" + std::string(argv[i]) + "' (see --help)");
+        },
+        "SET"));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ArgumentMismatch& e) {  // "--batch: 1 required N missing", or a flag given a value
+        const std::string what = e.what();
+        const std::string name = what.substr(0, what.find_first_of(": "));
+        if (what.find("flag override") != std::string::npos)
+            throw usage_error((name.starts_with("-") ? name : "--" + name) + " takes no value");
+        throw usage_error(name + ": missing value");
+    } catch (const CLI::ParseError& e) {
+        throw usage_error(e.what());
     }
-    s.width_div = width_div.value_or(s.quick ? 8 : 1);
-    s.depth_div = depth_div.value_or(s.quick ? 4 : 1);
-    s.length = length.value_or(s.quick ? 4 : 0);
-    s.budget = budget.value_or(s.quick ? 2 : 30);
-    s.reps = reps.value_or(s.quick ? 5 : 20);
+    if (auto rest = app.remaining(); !rest.empty()) throw usage_error("unknown option '" + rest.front() + "' (see --help)");
+    if (*rules_opt) s.rules = rules::parse_built_in_set(rules);
+    // --quick's sizes where the option is not given.
+    if (!*width_div) s.width_div = s.quick ? 8 : 1;
+    if (!*depth_div) s.depth_div = s.quick ? 4 : 1;
+    if (!*length) s.length = s.quick ? 4 : 0;
+    if (!*budget) s.budget = s.quick ? 2 : 30;
+    if (!*reps) s.reps = s.quick ? 5 : 20;
     return s;
 }
 
