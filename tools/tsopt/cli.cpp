@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <set>
 
 #include <CLI/CLI.hpp>
 
@@ -37,23 +36,22 @@ std::string integer_problem(const std::string& s, std::int64_t low, std::int64_t
     return {};
 }
 
-// The CLI11 name of an option ("--output" for "-o,--output") and every
-// spelling of it, for given() and the messages.
+// The name messages give an option: "--output" for "-o,--output".
 std::string first_long_name(const CLI::Option& o) { return o.get_name(false, false); }
 
 }  // namespace
 
 struct options::impl {
     CLI::App app;
-    std::string command;
-    std::set<const CLI::Option*> value_options;  // "given twice" applies to these
-    explicit impl(std::string_view cmd) : app("tsopt " + std::string(cmd)), command(cmd) {
+    std::vector<const CLI::Option*> value_options;  // "given twice" applies to these, in declaration order
+    explicit impl(std::string_view cmd) : app("tsopt " + std::string(cmd)) {
         app.set_help_flag();  // dispatch.cpp answers --help before parsing
         app.allow_extras();   // unknown options are reported below, by name
+        // parse() reports an option given twice by its count; CLI11 itself would keep the last.
         app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
     CLI::Option* value_option(CLI::Option* o) {
-        value_options.insert(o);
+        value_options.push_back(o);
         return o;
     }
 };
