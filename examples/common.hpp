@@ -42,37 +42,13 @@
 #include "tsopt/optimize.hpp"
 #include "tsopt/rules/built_in.hpp"
 #include "tsopt/zoo/zoo.hpp"
+#include "options.hpp"
 
 #if defined(TSOPT_HAVE_CUDA)
 #include "tsopt/backend/cudnn/executor.hpp"
 #endif
 
 namespace tsopt::examples {
-
-struct usage_error : error {
-    using error::error;
-};
-
-struct settings {
-    std::string model;
-    int batch = 1;
-    int image = 0;       // 0: the paper's size (--quick: the smallest that builds)
-    int width_div = 1;
-    int depth_div = 1;
-    int length = 0;      // RNN / BERT sequence length; 0: the paper's
-    double budget = 30;  // search seconds
-    double alpha = 1.05;
-    std::string backend = "cpu";
-    rules::built_in_set rules = rules::built_in_set::generated;
-    bool quick = false;
-    bool profile = false;  // print where end-to-end time goes, per operator kind
-    int reps = 20;             // interleaved end-to-end rounds
-    std::size_t top_k = 4;     // candidates verified on the board
-    double tolerance = 1e-4;   // relative error allowed between original and optimized outputs
-    std::size_t partition = 30;
-    std::uint64_t seed = 1;
-    bool help = false;
-};
 
 inline std::string usage(std::string_view model) {
     std::ostringstream os;
@@ -99,98 +75,6 @@ inline std::string usage(std::string_view model) {
        << "  --help             this text\n"
        << "Set OMP_NUM_THREADS to fix the number of threads oneDNN uses.\n";
     return os.str();
-}
-
-namespace detail {
-
-template <class T>
-T number(std::string_view opt, std::string_view text) {
-    T v{};
-    const char* b = text.data();
-    const char* e = b + text.size();
-    std::from_chars_result r;
-    if constexpr (std::is_floating_point_v<T>) {
-        // from_chars for double is C++17 but keep strtod for portability of exponents.
-        std::string s(text);
-        char* end = nullptr;
-        v = static_cast<T>(std::strtod(s.c_str(), &end));
-        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(static_cast<double>(v)))
-            throw usage_error(std::string(opt) + ": expected a number, got '" + s + "'");
-        return v;
-    } else {
-        r = std::from_chars(b, e, v);
-        if (r.ec != std::errc{} || r.ptr != e)
-            throw usage_error(std::string(opt) + ": expected an integer, got '" + std::string(text) + "'");
-        return v;
-    }
-}
-
-}  // namespace detail
-
-// Parses argv; throws usage_error with a sentence naming the bad option.
-inline settings parse(std::string_view model, int argc, char** argv) {
-    settings s;
-    s.model = std::string(model);
-    std::optional<int> width_div, depth_div, length, reps;
-    std::optional<double> budget;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        std::string_view val;
-        bool has_inline = false;
-        if (auto eq = a.find('='); a.starts_with("--") && eq != std::string_view::npos) {
-            val = a.substr(eq + 1);
-            a = a.substr(0, eq);
-            has_inline = true;
-        }
-        auto value = [&]() -> std::string_view {
-            if (has_inline) return val;
-            if (i + 1 >= argc) throw usage_error(std::string(a) + ": missing value");
-            return argv[++i];
-        };
-        auto positive = [&](int v) {
-            if (v < 1) throw usage_error(std::string(a) + ": must be at least 1, got " + std::to_string(v));
-            return v;
-        };
-        if (a == "--help" || a == "-h") s.help = true;
-        else if (a == "--quick") s.quick = true;
-        else if (a == "--profile") s.profile = true;
-        else if (a == "--batch") s.batch = positive(detail::number<int>(a, value()));
-        else if (a == "--image") s.image = positive(detail::number<int>(a, value()));
-        else if (a == "--width-div") width_div = positive(detail::number<int>(a, value()));
-        else if (a == "--depth-div") depth_div = positive(detail::number<int>(a, value()));
-        else if (a == "--length") length = positive(detail::number<int>(a, value()));
-        else if (a == "--reps") reps = positive(detail::number<int>(a, value()));
-        else if (a == "--top-k") s.top_k = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
-        else if (a == "--partition") s.partition = static_cast<std::size_t>(positive(detail::number<int>(a, value())));
-        else if (a == "--seed") s.seed = detail::number<std::uint64_t>(a, value());
-        else if (a == "--budget") {
-            budget = detail::number<double>(a, value());
-            if (!(*budget > 0)) throw usage_error("--budget: must be a positive number of seconds");
-        } else if (a == "--alpha") {
-            s.alpha = detail::number<double>(a, value());
-            if (!(s.alpha >= 1)) throw usage_error("--alpha: must be at least 1 (1 is greedy), got " + std::string(argv[i]));
-        } else if (a == "--tolerance") {
-            s.tolerance = detail::number<double>(a, value());
-            if (!(s.tolerance > 0)) throw usage_error("--tolerance: must be positive");
-        } else if (a == "--backend") {
-            s.backend = std::string(value());
-            if (s.backend != "cpu" && s.backend != "cuda")
-                throw usage_error("--backend: expected cpu or cuda, got '" + s.backend + "'");
-        } else if (a == "--rules") {
-            try {
-                s.rules = rules::parse_built_in_set(value());
-            } catch (const error& e) {
-                throw usage_error(e.what());
-            }
-        } else
-            throw usage_error("unknown option '" + std::string(argv[i]) + "' (see --help)");
-    }
-    s.width_div = width_div.value_or(s.quick ? 8 : 1);
-    s.depth_div = depth_div.value_or(s.quick ? 4 : 1);
-    s.length = length.value_or(s.quick ? 4 : 0);
-    s.budget = budget.value_or(s.quick ? 2 : 30);
-    s.reps = reps.value_or(s.quick ? 5 : 20);
-    return s;
 }
 
 // The model at the requested size; with --quick and no --image, the smallest

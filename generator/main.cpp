@@ -1,5 +1,6 @@
 // tsopt-gen: generates, verifies and emits graph substitution rules.
 // See docs/generator.md; `tsopt-gen --help` for the options.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "gen.hpp"
 #ifdef TSOPT_GEN_MPI
@@ -110,12 +113,20 @@ const char* usage =
     std::exit(2);
 }
 
-long parse_int(const std::string& opt, const std::string& v, long lo, long hi) {
-    char* end = nullptr;
-    long x = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0') die(opt + " expects an integer, got '" + v + "'");
-    if (x < lo || x > hi) die(opt + " must be within " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + v);
-    return x;
+// An integer option's value rule: base 10 (strtol's reading: leading blanks
+// and a sign allowed), within lo..hi; the message names the option.
+CLI::Validator int_within(long lo, long hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& v) -> std::string {
+            char* end = nullptr;
+            errno = 0;
+            long x = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || errno == ERANGE) return "expects an integer, got '" + v + "'";
+            if (x < lo || x > hi) return "must be within " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + v;
+            v = std::to_string(x);  // CLI11's own conversion reads a leading 0 as octal
+            return {};
+        },
+        "N");
 }
 
 void check_writable(const std::string& opt, const std::string& path) {
@@ -201,59 +212,85 @@ int main(int argc, char** argv) {
 #endif
     for (const auto* d : spec::operators)
         if (d->generated) c.o.ops.push_back(d->kind);
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) die(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--help" || a == "-h") {
-            if (speaks) std::fputs(usage, stdout);
-            return 0;
-        }
-        else if (a == "--max-ops") c.o.max_ops = static_cast<int>(parse_int(a, value(), 1, gen::max_graph_ops));
-        else if (a == "--max-outputs") c.o.max_outputs = static_cast<int>(parse_int(a, value(), 1, 4));
-        else if (a == "--threads") c.o.threads = static_cast<unsigned>(parse_int(a, value(), 1, 64));
-        else if (a == "--timeout-ms") c.timeout_ms = static_cast<unsigned>(parse_int(a, value(), 1, 3600000));
-        else if (a == "--rlimit") c.rlimit = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
-        else if (a == "--max-instances") c.max_instances = static_cast<unsigned>(parse_int(a, value(), 0, 2000000000));
-        else if (a == "--budget-s") c.budget_s = static_cast<double>(parse_int(a, value(), 0, 86400));
-        else if (a == "--checkpoint") c.checkpoint = value();
-        else if (a == "--checkpoint-every-s") c.checkpoint_every_s = static_cast<double>(parse_int(a, value(), 0, 86400));
-        else if (a == "--unproven") c.unproven_out = value();
-        else if (a == "--query-log") c.query_log_out = value();
-        else if (a == "--single-shape") c.o.two_shapes = false;
-        else if (a == "--representative-params") c.o.representative_params = true;
-        else if (a == "--distinct-operands") c.o.distinct_operands = true;
-        else if (a == "--distinct-values") c.o.distinct_values = true;
-        else if (a == "--partitions") c.o.partitions = static_cast<unsigned>(parse_int(a, value(), 1, 1024));
-        else if (a == "--all-pairs-limit") c.o.all_pairs_limit = static_cast<std::size_t>(parse_int(a, value(), 1, 1L << 30));
-        else if (a == "--seed") c.o.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, 1L << 62));
-        else if (a == "--header") c.header_out = value();
-        else if (a == "--listing") c.listing_out = value();
-        else if (a == "--namespace") {
-            c.header_namespace = value();
-            if (!tsopt::gen::valid_namespace(c.header_namespace))
-                die("--namespace: '" + c.header_namespace + "' is not a C++ namespace name (identifiers joined by ::)");
-        }
-        else if (a == "--summary") c.summary_out = value();
-        else if (a == "--no-verify") c.verify = false;
-        else if (a == "--no-mbqi") c.mbqi = false;
-        else if (a == "--no-generalize") c.generalize = false;
-        else if (a == "--reuse-solver") c.reuse_solver = true;
-        else if (a == "--no-transposed") c.try_transposed = false;
-        else if (a == "--no-derive") c.derive = false;
-        else if (a == "--derive-depth") c.derive_depth = static_cast<int>(parse_int(a, value(), 0, 4));
-        else if (a == "--final-derive-depth") c.final_derive_depth = static_cast<int>(parse_int(a, value(), 0, 6));
-        else if (a == "--final-derive-limit") c.final_derive_limit = static_cast<std::size_t>(parse_int(a, value(), 0, 1000000));
-        else if (a == "--derive-chunk") c.derive_chunk = static_cast<unsigned>(parse_int(a, value(), 1, 4096));
-        else if (a == "--emit-derived") c.emit_derived = true;
-        else if (a == "--no-settle") c.settle_opaque = false;
-        else if (a == "--quiet") c.quiet = true;
-        else if (a == "--inputs") c.o.inputs = select_inputs(value());
-        else if (a == "--ops") c.o.ops = select_ops(value());
-        else die("unknown option '" + a + "' (see --help)");
+    // Every option once at most is not enforced: a later one wins.
+    CLI::App app("tsopt-gen");
+    app.set_help_flag();  // --help prints `usage` (on rank 0 only)
+    app.allow_extras();   // reported below as unknown options
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
+    bool help = false, no_verify = false, no_mbqi = false, no_generalize = false, no_transposed = false, no_derive = false,
+         no_settle = false, single_shape = false;
+    std::string ops, inputs;
+    app.add_flag("-h,--help", help);
+    app.add_option("--max-ops", c.o.max_ops)->check(int_within(1, gen::max_graph_ops));
+    app.add_option("--max-outputs", c.o.max_outputs)->check(int_within(1, 4));
+    app.add_option("--threads", c.o.threads)->check(int_within(1, 64));
+    app.add_option("--timeout-ms", c.timeout_ms)->check(int_within(1, 3600000));
+    app.add_option("--rlimit", c.rlimit)->check(int_within(0, 2000000000));
+    app.add_option("--max-instances", c.max_instances)->check(int_within(0, 2000000000));
+    app.add_option("--budget-s", c.budget_s)->check(int_within(0, 86400));
+    app.add_option("--checkpoint", c.checkpoint);
+    app.add_option("--checkpoint-every-s", c.checkpoint_every_s)->check(int_within(0, 86400));
+    app.add_option("--unproven", c.unproven_out);
+    app.add_option("--query-log", c.query_log_out);
+    app.add_flag("--single-shape", single_shape);
+    app.add_flag("--representative-params", c.o.representative_params);
+    app.add_flag("--distinct-operands", c.o.distinct_operands);
+    app.add_flag("--distinct-values", c.o.distinct_values);
+    app.add_option("--partitions", c.o.partitions)->check(int_within(1, 1024));
+    app.add_option("--all-pairs-limit", c.o.all_pairs_limit)->check(int_within(1, 1L << 30));
+    app.add_option("--seed", c.o.seed)->check(int_within(0, 1L << 62));
+    app.add_option("--header", c.header_out);
+    app.add_option("--listing", c.listing_out);
+    app.add_option("--namespace", c.header_namespace);
+    app.add_option("--summary", c.summary_out);
+    app.add_flag("--no-verify", no_verify);
+    app.add_flag("--no-mbqi", no_mbqi);
+    app.add_flag("--no-generalize", no_generalize);
+    app.add_flag("--reuse-solver", c.reuse_solver);
+    app.add_flag("--no-transposed", no_transposed);
+    app.add_flag("--no-derive", no_derive);
+    app.add_option("--derive-depth", c.derive_depth)->check(int_within(0, 4));
+    app.add_option("--final-derive-depth", c.final_derive_depth)->check(int_within(0, 6));
+    app.add_option("--final-derive-limit", c.final_derive_limit)->check(int_within(0, 1000000));
+    app.add_option("--derive-chunk", c.derive_chunk)->check(int_within(1, 4096));
+    app.add_flag("--emit-derived", c.emit_derived);
+    app.add_flag("--no-settle", no_settle);
+    app.add_flag("--quiet", c.quiet);
+    app.add_option("--inputs", inputs);
+    app.add_option("--ops", ops);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ValidationError& e) {
+        // CLI11 says "--max-ops: must be within ...": "--max-ops must be within ..." as before.
+        std::string what = e.what();
+        if (auto colon = what.find(": "); colon != std::string::npos) what.erase(colon, 1);
+        die(what);
+    } catch (const CLI::ArgumentMismatch& e) {
+        // "NAME: 1 required N missing", or a flag given a value.
+        const std::string what = e.what();
+        std::string name = what.substr(0, what.find_first_of(": "));
+        if (what.find("flag override") != std::string::npos)
+            die((name.starts_with("-") ? name : "--" + name) + " takes no value");
+        die(name + " needs a value");
+    } catch (const CLI::ParseError& e) {
+        die(e.what());
     }
+    if (help) {
+        if (speaks) std::fputs(usage, stdout);
+        return 0;
+    }
+    if (auto rest = app.remaining(); !rest.empty()) die("unknown option '" + rest.front() + "' (see --help)");
+    if (no_verify) c.verify = false;
+    if (no_mbqi) c.mbqi = false;
+    if (no_generalize) c.generalize = false;
+    if (no_transposed) c.try_transposed = false;
+    if (no_derive) c.derive = false;
+    if (no_settle) c.settle_opaque = false;
+    if (single_shape) c.o.two_shapes = false;
+    if (app.count("--namespace") && !tsopt::gen::valid_namespace(c.header_namespace))
+        die("--namespace: '" + c.header_namespace + "' is not a C++ namespace name (identifiers joined by ::)");
+    if (app.count("--inputs")) c.o.inputs = select_inputs(inputs);
+    if (app.count("--ops")) c.o.ops = select_ops(ops);
     // A reused solver's verdicts depend on the queries it answered before,
     // which a resumed run has not asked.
     if (!c.checkpoint.empty() && c.reuse_solver)

@@ -6,6 +6,7 @@ packages=(
   meson ninja-build g++ pkg-config cmake  # cmake: Meson finds oneDNN through its CMake package config
   libz3-dev libboost-graph-dev doctest-dev
   nlohmann-json3-dev   # JSON for the command's reports (tools/tsopt)
+  libcli11-dev         # command-line options of tsopt, tsopt-gen and the examples (CLI11)
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-pip       # fetches the oneDNN 3.2 wheels below where python3 has no pip of its own
   python3-venv      # tests/python: pip install . into a fresh virtual environment

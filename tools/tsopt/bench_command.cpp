@@ -34,19 +34,29 @@ const std::string_view bench_help =
     "  -h, --help          this text\n";
 
 int bench_command(int argc, char** argv, int first) {
-    args a(argc, argv, first, {{"--backend"}, {"--reps"}, {"--batch"}, {"--dims"}, {"--tolerance"}, {"--seed"}, {"--profile", false}, {"--quiet", false},
-                                {"--json", false}});
-    const bool as_json = a.flag("--json");
-    if (as_json && a.flag("--profile")) throw usage_error("--profile prints a table; it does not combine with --json");
-    const auto& files = a.positional();
+    std::vector<std::string> files;
+    std::string which = "cpu";
+    int reps = 20;
+    double tolerance = 1e-4;
+    std::uint64_t seed = 1;
+    bool profile = false, quiet = false, as_json = false;
+    import_args shapes;
+    options o("bench");
+    o.positionals(files)
+        .one_of("--backend", which, {"cpu", "cuda"})
+        .integer("--reps", reps, 1, max_reps)
+        .number("--tolerance", tolerance, 0.0, true)
+        .integer("--seed", seed, 0)
+        .flag("--profile", profile)
+        .flag("--quiet", quiet)
+        .flag("--json", as_json);
+    shapes.add_to(o);
+    o.parse(argc, argv, first);
+    if (as_json && profile) throw usage_error("--profile prints a table; it does not combine with --json");
     if (files.empty() || files.size() > 2)
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
                                         : "expected one or two model files, got " + std::to_string(files.size()));
-    const std::string which = a.one_of("--backend", "cpu", {"cpu", "cuda"});
-    const int reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
-    const double tolerance = a.number("--tolerance", 1e-4, 0.0, true);
-    const auto seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
-    auto io = import_options_from(a);
+    const auto io = shapes.import_options();
 
     std::vector<graph> graphs;
     for (const auto& f : files) graphs.push_back(load_model(f, io).graph);
@@ -70,7 +80,7 @@ int bench_command(int argc, char** argv, int first) {
         }
         std::vector<std::vector<tensor<float>>> inputs{backend::random_inputs(graphs[0], seed)};
         if (graphs.size() == 2) inputs.push_back(inputs_by_name(graphs[0], inputs[0], graphs[1], files[1]));
-        progress prog(a.flag("--quiet"));
+        progress prog(quiet);
         std::vector<std::vector<tensor<float>>> outs;
         for (std::size_t m = 0; m < graphs.size(); ++m) {
             prog.line("compiling " + files[m]);
@@ -129,7 +139,7 @@ int bench_command(int argc, char** argv, int first) {
                       << " (tolerance " << tolerance << "): " << (agree ? "equal" : "DIFFERENT") << "\n";
             if (!agree) throw differ();
         }
-        if (a.flag("--profile"))
+        if (profile)
             for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m]);
         return static_cast<int>(exit_code::ok);
     });

@@ -43,18 +43,26 @@ inline std::map<std::string, std::int64_t, std::less<>> parse_dims(const std::st
         auto eq = item.find('=');
         if (item.empty() || eq == std::string::npos || eq == 0)
             throw usage_error("--dims: expected NAME=N[,NAME=N...], got '" + text + "'");
-        r[item.substr(0, eq)] = args::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1, max_dim);
+        r[item.substr(0, eq)] = options::parse_integer("--dims " + item.substr(0, eq), item.substr(eq + 1), 1, max_dim);
     }
     return r;
 }
 
-// Import options from --batch / --dims.
-inline onnx::import_options import_options_from(const args& a) {
-    onnx::import_options o;
-    o.batch = a.integer("--batch", 0, 1, max_dim);
-    if (a.has("--dims")) o.dims = parse_dims(a.str("--dims"));
-    return o;
-}
+// --batch / --dims, the model's symbolic dimensions.
+struct import_args {
+    std::int64_t batch = 0;  // 0: the model's
+    std::string dims;
+    void add_to(options& o) {
+        o.integer("--batch", batch, 1, max_dim);
+        o.text("--dims", dims);
+    }
+    onnx::import_options import_options() const {
+        onnx::import_options o;
+        o.batch = batch;
+        if (!dims.empty()) o.dims = parse_dims(dims);
+        return o;
+    }
+};
 
 inline constexpr std::uintmax_t max_model_file_bytes = std::uintmax_t(2) << 30;
 
@@ -189,8 +197,7 @@ inline graph cut_around(const graph& g, const std::set<std::string>& types) {
 // written by tsopt-gen (rules::load_listing re-checks its provenance).
 class chosen_rules {
 public:
-    explicit chosen_rules(const args& a) {
-        const std::string v = a.str("--rules");
+    explicit chosen_rules(const std::string& v) {
         if (v.empty() || v == "axioms" || v == "generated" || v == "all") {
             built_ = std::make_unique<rules::built_in_rules>(v.empty() ? rules::built_in_set::generated
                                                                       : rules::parse_built_in_set(v));

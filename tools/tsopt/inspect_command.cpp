@@ -104,15 +104,21 @@ json inspect_json(const std::string& path, const onnx::model& m, const census& c
 }  // namespace
 
 int inspect_command(int argc, char** argv, int first) {
-    args a(argc, argv, first, {{"--batch"}, {"--dims"}, {"--json", false}});
-    if (a.positional().size() != 1)
-        throw usage_error(a.positional().empty() ? "missing the model file (tsopt inspect IN.onnx)"
-                                                 : "expected one model file, got " + std::to_string(a.positional().size()));
-    const std::string path = a.positional()[0];
-    auto m = load_model(path, import_options_from(a));
+    std::vector<std::string> files;
+    import_args shapes;
+    bool as_json = false;
+    options o("inspect");
+    o.positionals(files).flag("--json", as_json);
+    shapes.add_to(o);
+    o.parse(argc, argv, first);
+    if (files.size() != 1)
+        throw usage_error(files.empty() ? "missing the model file (tsopt inspect IN.onnx)"
+                                        : "expected one model file, got " + std::to_string(files.size()));
+    const std::string path = files[0];
+    auto m = load_model(path, shapes.import_options());
     const graph& g = m.graph;
     const census c(g);
-    if (a.flag("--json")) {
+    if (as_json) {
         std::cout << inspect_json(path, m, c).dump(2) << "\n";
         return exit_code::ok;
     }

@@ -330,38 +330,46 @@ json metrics_json(const cost::metrics& m, std::size_t ops, std::optional<double>
 }  // namespace
 
 int optimize_command(int argc, char** argv, int first) {
-    args a(argc, argv, first,
-           {{"--output", true, "-o"}, {"--backend"}, {"--alpha"}, {"--budget"}, {"--expansions"}, {"--batch"}, {"--dims"}, {"--report"},
-            {"--dot"}, {"--rules"}, {"--top-k"}, {"--reps"}, {"--tolerance"}, {"--seed"},
-            {"--max-constant-mib"}, {"--quiet", false}});
     settings s;
-    if (a.positional().size() != 1)
-        throw usage_error(a.positional().empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
-                                                 : "expected one input model, got " + std::to_string(a.positional().size()) +
-                                                       " arguments");
-    s.in = a.positional()[0];
-    s.out = a.str("--output");
+    std::vector<std::string> arguments;
+    std::size_t max_constant_mib = 0;
+    std::string rule_set;
+    bool quiet = false;
+    import_args shapes;
+    s.backend = "cpu";
+    options cmdline("optimize");
+    cmdline.positionals(arguments)
+        .text("-o,--output", s.out)
+        .one_of("--backend", s.backend, {"cpu", "cuda", "analytic"})
+        .number("--alpha", s.alpha, 1.0)
+        .number("--budget", s.budget, 0.0, true)
+        .integer("--expansions", s.expansions, 1, 100'000'000)
+        .text("--report", s.report)
+        .text("--dot", s.dot)
+        .text("--rules", rule_set)
+        .integer("--top-k", s.top_k, 0, max_top_k)
+        .integer("--reps", s.reps, 1, max_reps)
+        .number("--tolerance", s.tolerance, 0.0, true)
+        .integer("--seed", s.seed, 0)
+        .integer("--max-constant-mib", max_constant_mib, 1, std::int64_t(1) << 30)
+        .flag("--quiet", quiet);
+    shapes.add_to(cmdline);
+    cmdline.parse(argc, argv, first);
+    if (arguments.size() != 1)
+        throw usage_error(arguments.empty() ? "missing the input model (tsopt optimize IN.onnx -o OUT.onnx)"
+                                            : "expected one input model, got " + std::to_string(arguments.size()) + " arguments");
+    s.in = arguments[0];
     if (s.out.empty()) throw usage_error("missing -o OUT.onnx (where to write the optimized model)");
-    s.backend = a.one_of("--backend", "cpu", {"cpu", "cuda", "analytic"});
-    s.alpha = a.number("--alpha", 1.05, 1.0);
-    s.budget = a.number("--budget", 60, 0.0, true);
-    s.expansions = static_cast<std::size_t>(a.integer("--expansions", 400, 1, 100'000'000));
-    s.tolerance = a.number("--tolerance", 1e-4, 0.0, true);
-    s.top_k = static_cast<std::size_t>(a.integer("--top-k", 4, 0, max_top_k));
-    s.reps = static_cast<int>(a.integer("--reps", 20, 1, max_reps));
-    s.seed = static_cast<std::uint64_t>(a.integer("--seed", 1, 0));
-    s.max_constant_bytes = static_cast<std::size_t>(a.integer("--max-constant-mib", 0, 1, std::int64_t(1) << 30)) << 20;
-    s.report = a.str("--report");
-    s.dot = a.str("--dot");
-    s.import = import_options_from(a);
+    s.max_constant_bytes = max_constant_mib << 20;
+    s.import = shapes.import_options();
 
     // Fail on an unwritable or clashing destination before the search, not
     // after it; the input is never a destination.
     check_output_file("-o", s.out);
     if (!s.report.empty()) check_output_file("--report", s.report);
     std::vector<std::pair<std::string, std::string>> files{{"the input", s.in}, {"-o", s.out}, {"--report", s.report}};
-    if (const std::string r = a.str("--rules"); r != "axioms" && r != "generated" && r != "all")
-        files.emplace_back("the --rules listing", r);  // read, never overwritten
+    if (rule_set != "axioms" && rule_set != "generated" && rule_set != "all")
+        files.emplace_back("the --rules listing", rule_set);  // read, never overwritten
     if (!s.dot.empty()) {
         namespace fs = std::filesystem;
         std::error_code ec;
@@ -378,8 +386,8 @@ int optimize_command(int argc, char** argv, int first) {
     check_distinct(files);
 
     // A bad listing is refused before the model is read.
-    chosen_rules rules(a);
-    progress prog(a.flag("--quiet"));
+    chosen_rules rules(rule_set);
+    progress prog(quiet);
     const auto import_started = std::chrono::steady_clock::now();
     auto model = load_model(s.in, s.import);
     const auto import_ended = std::chrono::steady_clock::now();

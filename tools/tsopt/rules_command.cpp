@@ -24,20 +24,23 @@ const std::string_view rules_help =
     "  -h, --help         this text\n";
 
 int rules_command(int argc, char** argv, int first) {
-    args a(argc, argv, first,
-           {{"--filter"}, {"--op"}, {"--rules"}, {"--count", false}});
-    if (!a.positional().empty()) throw usage_error("unexpected argument '" + a.positional()[0] + "'");
-    std::string filter = a.str("--filter");
+    std::vector<std::string> extra;
+    std::string filter, op_name, rule_set;
+    bool count_only = false;
+    options o("rules");
+    o.positionals(extra).text("--filter", filter).text("--op", op_name).text("--rules", rule_set).flag("--count", count_only);
+    o.parse(argc, argv, first);
+    if (!extra.empty()) throw usage_error("unexpected argument '" + extra[0] + "'");
     std::optional<spec::op_kind> op;
-    if (a.has("--op")) {
-        op = spec::find_op(a.str("--op"));
+    if (o.given("--op")) {
+        op = spec::find_op(op_name);
         if (!op) {
             std::string names;
             for (const auto* d : spec::operators) names += (names.empty() ? "" : " ") + std::string(d->name);
-            throw usage_error("--op: no operator named '" + a.str("--op") + "'; operators: " + names);
+            throw usage_error("--op: no operator named '" + op_name + "'; operators: " + names);
         }
     }
-    chosen_rules rules(a);
+    chosen_rules rules(rule_set);
     auto uses = [&](const rewrite::rule& r) {
         for (auto side : {r.src, r.dst})
             for (const auto& n : side)
@@ -50,9 +53,9 @@ int rules_command(int argc, char** argv, int first) {
             continue;
         if (op && !uses(r)) continue;
         ++count;
-        if (!a.flag("--count")) std::cout << r.name << "\n    " << r.text << "\n    provenance: " << r.provenance << "\n";
+        if (!count_only) std::cout << r.name << "\n    " << r.text << "\n    provenance: " << r.provenance << "\n";
     }
-    if (a.flag("--count")) std::cout << count << "\n";
+    if (count_only) std::cout << count << "\n";
     else
         std::cout << count << " of " << rules.rules().size() << " rules (" << rules.text() << ")\n";
     return exit_code::ok;
