@@ -13,7 +13,6 @@
 // calls (the search keeps one) makes equal folds share one tensor, so graphs
 // reached along different derivations hash equal: results are looked up by
 // (operator, parameters, input tensors) and then by content.
-#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -65,11 +64,7 @@ public:
         if (known_.count(t.get())) return t;
         std::uint64_t h = hashing::combine(static_cast<std::uint64_t>(t->shape.rank), static_cast<std::uint64_t>(t->size()));
         for (int i = 0; i < t->shape.rank; ++i) h = hashing::combine(h, static_cast<std::uint64_t>(t->shape[i]));
-        for (float x : t->data) {
-            std::uint32_t b;
-            std::memcpy(&b, &x, 4);
-            h = hashing::combine(h, b);
-        }
+        h = hashing::combine(h, hashing::fnv1a{}.words(t->data.data(), t->data.size()).value);
         auto& bucket = by_content_[h];
         for (const auto& e : bucket)
             if (*e == *t) return e;

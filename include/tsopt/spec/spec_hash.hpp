@@ -15,17 +15,14 @@
 namespace tsopt::spec {
 
 namespace hash_detail {
-// tsopt's FNV-1a (core/hash.hpp) with the framing of spec values.
+// tsopt's FNV-1a (core/hash.hpp) with the framing of pattern values.
 struct spec_hasher : hashing::fnv1a {
-    using fnv1a::fnv1a;
-    void str(std::string_view s) { text(s); }
-    void num(std::int64_t v) { number(v); }
-    void ref(const spec::value_ref& r) { num(r.index); num(r.output); num(r.is_var); }
+    void ref(const spec::value_ref& r) { number(r.index); number(r.output); number(r.is_var); }
     void node(const spec::pattern_node& n) {
-        num(static_cast<int>(n.op));
-        num(n.num_inputs);
+        number(static_cast<int>(n.op));
+        number(n.num_inputs);
         for (auto& r : n.inputs) ref(r);
-        for (auto& p : n.params) { num(static_cast<int>(p.k)); num(p.dim); ref(p.of); num(p.value); }
+        for (auto& p : n.params) { number(static_cast<int>(p.k)); number(p.dim); ref(p.of); number(p.value); }
     }
 };
 
@@ -34,35 +31,35 @@ inline std::uint64_t spec_digest(std::uint64_t start) {
     spec_hasher f;
     f.value = start;
     for (const spec::op_decl* d : spec::operators) {
-        f.num(static_cast<int>(d->kind));
-        f.str(d->name);
-        f.str(d->math);
-        f.num(d->min_inputs); f.num(d->max_inputs); f.num(d->num_outputs);
-        f.num(d->num_params);
+        f.number(static_cast<int>(d->kind));
+        f.text(d->name);
+        f.text(d->math);
+        f.number(d->min_inputs); f.number(d->max_inputs); f.number(d->num_outputs);
+        f.number(d->num_params);
         for (int i = 0; i < d->num_params; ++i) {
             const auto& p = d->params[static_cast<std::size_t>(i)];
-            f.str(p.name);
-            f.num(p.fallback);
-            f.num(static_cast<std::int64_t>(p.domain.size()));
-            for (auto v : p.domain) f.num(v);
-            f.num(p.any_value);
-            f.num(static_cast<std::int64_t>(p.probe.size()));
-            for (auto v : p.probe) f.num(v);
+            f.text(p.name);
+            f.number(p.fallback);
+            f.number(static_cast<std::int64_t>(p.domain.size()));
+            for (auto v : p.domain) f.number(v);
+            f.number(p.any_value);
+            f.number(static_cast<std::int64_t>(p.probe.size()));
+            for (auto v : p.probe) f.number(v);
         }
-        f.num(static_cast<int>(d->cls)); f.num(d->multilinear); f.num(d->generated);
+        f.number(static_cast<int>(d->cls)); f.number(d->multilinear); f.number(d->generated);
     }
     for (const spec::axiom& a : spec::all_axioms) {
-        f.str(a.name);
+        f.text(a.name);
         for (const spec::expr* e : {&a.eq.lhs, &a.eq.rhs}) {
-            f.num(e->size);
+            f.number(e->size);
             for (int i = 0; i < e->size; ++i) f.node(e->nodes[static_cast<std::size_t>(i)]);
             f.ref(e->root);
         }
-        f.num(a.num_where);
+        f.number(a.num_where);
         for (int i = 0; i < a.num_where; ++i) {
             const auto& c = a.where[static_cast<std::size_t>(i)];
-            f.num(static_cast<int>(c.r));
-            for (auto* t : {&c.a, &c.b}) { f.num(static_cast<int>(t->k)); f.num(t->dim); f.ref(t->of); f.num(t->value); }
+            f.number(static_cast<int>(c.r));
+            for (auto* t : {&c.a, &c.b}) { f.number(static_cast<int>(t->k)); f.number(t->dim); f.ref(t->of); f.number(t->value); }
         }
     }
     return f.value;
