@@ -47,6 +47,7 @@
 #include "tsopt/rewrite/preprocess.hpp"
 #include "tsopt/rewrite/rule_index.hpp"
 #include "tsopt/search/backtracking.hpp"
+#include "tsopt/search/derivation.hpp"
 #include "tsopt/search/partition.hpp"
 
 namespace tsopt {
@@ -99,6 +100,10 @@ struct optimize_report {
     // convolution, operators on constants folded into weights): part of
     // `optimized` when `improved`, and of every top-k candidate but the input.
     std::map<std::string, int> preprocessing;
+    // The derivation of `optimized`, rewrite by rewrite (rule, where, cost
+    // before and after), in stages; search::replay rebuilds `optimized` from
+    // the input with it. Empty when the input was kept.
+    search::derivation derivation;
     std::map<std::string, int> pet_uses;  // PET mutation families in the result
     std::size_t pet_candidates = 0;       // corrected mutants considered
     search::stop_reason stopped = search::stop_reason::saturated;  // the most limiting of the parts'
@@ -141,6 +146,7 @@ struct optimize_result {
     optimize_report report;
     std::vector<graph> top_k;
     std::vector<std::map<std::string, int>> top_k_rule_uses;  // each top_k graph's derivation, as report.rule_uses
+    std::vector<search::derivation> top_k_derivations;        // each top_k graph's, as report.derivation
 
     // The derivation of `optimized` or of a top-k candidate (matched by
     // structure); nullptr for any other graph.
@@ -149,6 +155,13 @@ struct optimize_result {
         if (k == optimized.structural_hash()) return &report.rule_uses;
         for (std::size_t i = 0; i < top_k.size() && i < top_k_rule_uses.size(); ++i)
             if (top_k[i].structural_hash() == k) return &top_k_rule_uses[i];
+        return nullptr;
+    }
+    const search::derivation* derivation_of(const graph& h) const {
+        const std::uint64_t k = h.structural_hash();
+        if (k == optimized.structural_hash()) return &report.derivation;
+        for (std::size_t i = 0; i < top_k.size() && i < top_k_derivations.size(); ++i)
+            if (top_k[i].structural_hash() == k) return &top_k_derivations[i];
         return nullptr;
     }
 };
@@ -215,8 +228,8 @@ inline std::vector<char> leaf_values(const graph& g) {
 template <class Cost>
 std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost& model,
                                std::chrono::steady_clock::time_point deadline, std::size_t max_steps,
-                               std::map<std::string, int>& uses, const rewrite::apply_options& ao,
-                               std::optional<std::size_t> only = std::nullopt) {
+                               std::map<std::string, int>& uses, std::vector<search::rewrite_step>& steps,
+                               const rewrite::apply_options& ao, std::optional<std::size_t> only = std::nullopt) {
     const auto rules = index.rules();
     rewrite::fold_cache cache;
     double cost = static_cast<double>(model.graph_cost(g));
@@ -254,6 +267,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
         std::optional<graph> best;
         double best_cost = cost;
         std::size_t best_rule = 0, best_steps = 0;
+        std::vector<search::rewrite_step> best_where;
         std::set<std::pair<std::size_t, std::vector<std::string>>> merged;  // (rule, shared operand) done this round
         std::set<std::pair<std::size_t, std::vector<std::int32_t>>> priced;  // a match and its mirror price alike
         std::vector<std::pair<std::size_t, std::vector<std::int32_t>>> candidates;
@@ -277,6 +291,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                 if (!names.empty()) merged.insert({ri, names});
                 graph h = rewrite::fold_constants(*out, cache);
                 std::size_t steps = 1;
+                std::vector<search::rewrite_step> where{{std::string(r.name), search::where_of(g, m)}};
                 // The next readers of the same named operand, one at a time.
                 for (bool more = !names.empty(); more && steps < max_steps && !out_of_time();) {
                     more = false;
@@ -286,6 +301,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                         if (!all_leaves(hleaf, m2) || shared_names(h, r, m2) != names) continue;
                         auto o2 = rewrite::apply(hx, r, m2, ao);
                         if (!o2) continue;
+                        where.push_back({std::string(r.name), search::where_of(h, m2)});
                         h = rewrite::fold_constants(*o2, cache);
                         ++steps;
                         more = true;
@@ -298,6 +314,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                 best_cost = c;
                 best_rule = ri;
                 best_steps = steps;
+                best_where = std::move(where);
             }
         }
         if (!best) break;
@@ -305,6 +322,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
         cost = best_cost;
         kept += best_steps;
         uses[std::string(rules[best_rule].name)] += static_cast<int>(best_steps);
+        for (auto& s : best_where) steps.push_back(std::move(s));
     }
     return kept;
 }
@@ -320,8 +338,10 @@ struct leaf_result {
     graph best;
     std::size_t applied = 0;
     std::map<std::string, int> uses;
+    std::vector<search::rewrite_step> steps;  // best's, in order
     std::vector<graph> others;
     std::vector<std::map<std::string, int>> others_uses;
+    std::vector<std::vector<search::rewrite_step>> others_steps;
 };
 template <class Cost>
 leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& model,
@@ -352,24 +372,25 @@ leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& m
     std::vector<run> runs;
     for (auto first : firsts) {
         if (std::chrono::steady_clock::now() > deadline) break;
-        leaf_result r{g, 0, {}, {}, {}};
+        leaf_result r{g, 0, {}, {}, {}, {}, {}};
         if (first) {
-            r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, ao, first);
+            r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, r.steps, ao, first);
             if (r.applied == 0) continue;  // the rule has no leaf match that pays
         }
-        r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, ao);
+        r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, r.steps, ao);
         if (r.applied == 0) continue;
         const std::uint64_t h = r.best.structural_hash();
         bool seen = false;
         for (const auto& x : runs) seen = seen || x.hash == h;
         if (!seen) runs.push_back({static_cast<double>(model.graph_cost(r.best)), h, std::move(r)});
     }
-    if (runs.empty()) return {g, 0, {}, {}, {}};
+    if (runs.empty()) return {g, 0, {}, {}, {}, {}, {}};
     std::stable_sort(runs.begin(), runs.end(), [](const run& a, const run& b) { return a.cost < b.cost; });
     leaf_result out = std::move(runs.front().r);
     for (std::size_t i = 1; i < runs.size(); ++i) {
         out.others.push_back(std::move(runs[i].r.best));
         out.others_uses.push_back(std::move(runs[i].r.uses));
+        out.others_steps.push_back(std::move(runs[i].r.steps));
     }
     return out;
 }
@@ -443,12 +464,28 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     };
 
     // Rule search over the whole graph, or per part with stitching. Returns
-    // the graph with its derivation (rule uses).
+    // the graph with its derivation (rule uses, and the stages of rewrites).
     using uses_t = std::map<std::string, int>;
+    using stages_t = std::vector<search::derivation_stage>;
+    using search_kind = search::derivation_stage::kind;
+    // Candidates offered for on-board timing with their stages (top_k).
+    std::vector<stages_t> offered_stages;
+    struct searched {
+        graph g;
+        uses_t uses;
+        stages_t stages;
+    };
     auto rule_search = [&](graph g, std::chrono::duration<double> budget, std::size_t expansions,
-                           bool keep_top_k) -> std::pair<graph, uses_t> {
+                           bool keep_top_k) -> searched {
         const auto started = std::chrono::steady_clock::now();
         uses_t uses;
+        stages_t stages;
+        auto search_stage = [](std::vector<search::rewrite_step> steps) {
+            search::derivation_stage st;
+            st.k = search_kind::search;
+            st.steps = std::move(steps);
+            return st;
+        };
         auto add_uses = [&uses](const uses_t& u) {
             for (const auto& [name, k] : u) uses[name] += k;
         };
@@ -457,14 +494,29 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             detail::merge_report(res.report, r.rep);
             g = std::move(r.best);
             uses = std::move(r.rep.rule_uses);
+            if (!r.steps.empty()) stages.push_back(search_stage(std::move(r.steps)));
             if (keep_top_k) {
                 res.top_k = std::move(r.top_k);
                 res.top_k_rule_uses = std::move(r.top_k_uses);
+                offered_stages.clear();
+                for (auto& st : r.top_k_steps) {
+                    offered_stages.emplace_back();
+                    if (!st.empty()) offered_stages.back().push_back(search_stage(std::move(st)));
+                }
             }
         } else {
             std::optional<graph> before_parts;
             std::vector<graph> leaf_alternatives;
             std::vector<uses_t> leaf_alternatives_uses;
+            std::vector<stages_t> leaf_alternatives_stages;
+            auto leaf_stage = [](std::vector<search::rewrite_step> steps) {
+                stages_t st;
+                if (steps.empty()) return st;
+                st.emplace_back();
+                st.back().k = search_kind::leaf_merges;
+                st.back().steps = std::move(steps);
+                return st;
+            };
             if (o.leaf_matches) {
                 const auto deadline =
                     started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget * o.leaf_share);
@@ -473,13 +525,16 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                                                 .oversized_constants = &res.report.oversized_constants});
                 if (leaf.applied > 0) {
                     g = std::move(leaf.best);
+                    stages = leaf_stage(std::move(leaf.steps));
                     if (keep_top_k && o.top_k > 1) {
                         before_parts = g;
                         leaf_alternatives = std::move(leaf.others);
                         leaf_alternatives_uses = std::move(leaf.others_uses);
+                        for (auto& st : leaf.others_steps) leaf_alternatives_stages.push_back(leaf_stage(std::move(st)));
                         if (leaf_alternatives.size() + 2 > o.top_k) {
                             leaf_alternatives.resize(o.top_k - 2);
                             leaf_alternatives_uses.resize(o.top_k - 2);
+                            leaf_alternatives_stages.resize(o.top_k - 2);
                         }
                     }
                 }
@@ -488,11 +543,12 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 add_uses(leaf.uses);
             }
             const uses_t leaf_uses = uses;
+            const stages_t leaf_stages = stages;
             // Out of time already (a large model whose import took the
             // budget): pricing the cuts and partitioning would only be thrown away.
             if (std::chrono::steady_clock::now() - started >= budget) {
                 res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
-                return {std::move(g), std::move(uses)};
+                return {std::move(g), std::move(uses), std::move(stages)};
             }
             const auto search_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
             auto parts = search::partition(g, detail::match_capacity(g, index),
@@ -509,6 +565,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             // leaves unused passes on to the next (the +1: the cut search).
             std::size_t parts_left = nparts + 1, expansions_left = expansions;
             std::vector<graph> optimized;
+            search::derivation_stage parts_stage;
+            parts_stage.k = search_kind::parts;
             subs.reserve(parts.parts.size());
             optimized.reserve(parts.parts.size());
             const search::extract_context whole(g);
@@ -528,12 +586,19 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 detail::merge_report(res.report, r.rep);
                 if (!(r.rep.cost_after < r.rep.cost_before)) continue;
                 add_uses(r.rep.rule_uses);
+                search::derivation_part dp;
+                for (std::size_t v : sg.nodes) dp.operators.push_back(g.nodes[v].name);
+                dp.steps = std::move(r.steps);
+                parts_stage.parts.push_back(std::move(dp));
                 subs.push_back(std::move(sg));
                 optimized.push_back(std::move(r.best));
             }
             std::vector<search::replacement> reps;
             for (std::size_t i = 0; i < subs.size(); ++i) reps.push_back({&subs[i], &optimized[i]});
-            if (!reps.empty()) g = search::stitch(g, reps);
+            if (!reps.empty()) {
+                g = search::stitch(g, reps);
+                stages.push_back(std::move(parts_stage));
+            }
             // Rules spanning the cuts: a short search over the whole graph.
             if (o.cut_expansions > 0) {
                 auto left = budget - (std::chrono::steady_clock::now() - started);
@@ -542,6 +607,7 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     detail::merge_report(res.report, r.rep);
                     g = std::move(r.best);
                     add_uses(r.rep.rule_uses);
+                    if (!r.steps.empty()) stages.push_back(search_stage(std::move(r.steps)));
                 }
             }
             // Candidates for a caller that verifies on the board (top_k): the
@@ -549,17 +615,19 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             if (keep_top_k && o.top_k > 1 && before_parts) {
                 res.top_k = {g, std::move(*before_parts)};
                 res.top_k_rule_uses = {uses, leaf_uses};
+                offered_stages = {stages, leaf_stages};
                 for (auto& alt : leaf_alternatives) res.top_k.push_back(std::move(alt));
                 for (auto& alt : leaf_alternatives_uses) res.top_k_rule_uses.push_back(std::move(alt));
+                for (auto& alt : leaf_alternatives_stages) offered_stages.push_back(std::move(alt));
             }
         }
-        return {std::move(g), std::move(uses)};
+        return {std::move(g), std::move(uses), std::move(stages)};
     };
 
     auto budget_left = [&] { return o.budget - (std::chrono::steady_clock::now() - t0); };
     // What preprocessing took is part of the budget.
-    uses_t uses;
-    std::tie(g, uses) = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
+    auto [searched_g, uses, stages] = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
+    g = std::move(searched_g);
 
     // PET joint optimization: corrected mutants of the current best are
     // searched again with the rules; each round keeps the cheapest result.
@@ -575,31 +643,49 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         std::optional<std::size_t> kept;
         graph kept_graph;
         uses_t kept_uses;
+        stages_t kept_stages;
         const std::size_t seeds = std::min(o.pet_seeds, by_cost.size());
         for (std::size_t s = 0; s < seeds && budget_left() > decltype(budget_left())::zero(); ++s) {
             const auto share = budget_left() / static_cast<double>(seeds - s);
-            auto [h, h_uses] = rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
+            auto [h, h_uses, h_stages] =
+                rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
             double c = static_cast<double>(model.graph_cost(h));
             if (c < best) {
                 best = c;
                 kept = by_cost[s].second;
                 kept_graph = std::move(h);
                 kept_uses = std::move(h_uses);
+                kept_stages = std::move(h_stages);
             }
         }
         if (!kept) break;
         ++res.report.pet_uses[cands[*kept].family];
         g = std::move(kept_graph);
         for (const auto& [name, k] : kept_uses) uses[name] += k;
+        search::derivation_stage mutant;
+        mutant.k = search_kind::pet;
+        mutant.pet_family = cands[*kept].family;
+        stages.push_back(std::move(mutant));
+        for (auto& st : kept_stages) stages.push_back(std::move(st));
     }
 
     g.validate();
+    // A derivation from the input: preprocessing, then the stages.
+    auto derivation_with = [&](stages_t st) {
+        search::derivation d;
+        d.preprocessed = o.preprocess;
+        d.layouts = o.layouts;
+        d.fold_weights = o.preprocess;
+        d.stages = std::move(st);
+        return d;
+    };
     double after = static_cast<double>(model.graph_cost(g));
     if (after < res.report.cost_before) {
         res.optimized = std::move(g);
         res.report.cost_after = after;
         res.report.improved = true;
         res.report.rule_uses = std::move(uses);
+        res.report.derivation = derivation_with(std::move(stages));
     } else {
         res.optimized = input;
         res.report.cost_after = res.report.cost_before;
@@ -615,33 +701,53 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         std::vector<graph> offered = std::move(res.top_k);
         std::vector<uses_t> offered_uses = std::move(res.top_k_rule_uses);
         offered_uses.resize(offered.size());
+        offered_stages.resize(offered.size());
         std::vector<graph> cands{res.optimized};
         std::vector<uses_t> cands_uses{res.report.rule_uses};
+        std::vector<search::derivation> cands_derivations{res.report.derivation};
         if (o.top_k > 1) {
             // The NHWC choices undone: the rules stay, the layout moves go.
             cands.push_back(rewrite::without_nhwc(res.optimized));
             uses_t kept_rules = res.report.rule_uses;
             kept_rules.erase(std::string(search::layout_move_name));
             cands_uses.push_back(std::move(kept_rules));
+            cands_derivations.push_back(res.report.improved ? res.report.derivation : derivation_with({}));
+            cands_derivations.back().nhwc_undone = true;
             cands.push_back(preprocessed);
             cands_uses.emplace_back();
+            cands_derivations.push_back(derivation_with({}));
         }
         for (std::size_t i = 0; i < offered.size(); ++i) {
             cands.push_back(std::move(offered[i]));
             cands_uses.push_back(std::move(offered_uses[i]));
+            cands_derivations.push_back(derivation_with(std::move(offered_stages[i])));
         }
         std::vector<std::uint64_t> seen;
         res.top_k.clear();
         res.top_k_rule_uses.clear();
+        res.top_k_derivations.clear();
         for (std::size_t i = 0; i < cands.size(); ++i) {
             const auto h = cands[i].structural_hash();
             if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
             seen.push_back(h);
             res.top_k.push_back(std::move(cands[i]));
             res.top_k_rule_uses.push_back(std::move(cands_uses[i]));
+            res.top_k_derivations.push_back(std::move(cands_derivations[i]));
             if (res.top_k.size() == o.top_k) break;
         }
     }
+    // Every derivation handed out is replayed from the input: it fills in
+    // each step's cost before and after (on the whole graph, or the part it
+    // applied to) and checks that the report names exactly the rewrites
+    // that make the graph it describes.
+    auto check = [&](search::derivation& d, const graph& made) {
+        if (d.empty() || !d.replayable()) return;
+        const graph again = search::replay(input, d, rules, model);
+        if (again.hash_of_outputs(graph::weights_by::content) != made.hash_of_outputs(graph::weights_by::content))
+            throw error("optimize: internal error: the derivation replayed does not rebuild the graph it describes");
+    };
+    if (res.report.improved) check(res.report.derivation, res.optimized);
+    for (std::size_t i = 0; i < res.top_k.size(); ++i) check(res.top_k_derivations[i], res.top_k[i]);
     res.report.elapsed = std::chrono::steady_clock::now() - t0;
     return res;
 }

@@ -163,6 +163,66 @@ for stem in ["before", "after"]:
 with open(w("dot", "before.dot")) as f:
     expect("pictures carry costs", "cost " in f.read())
 
+# ---- replay: the report names every rewrite in the written model, nothing else -----
+def replay_check(label, report_path, written):
+    """Rebuilds the written model from the original and the report's rewrites."""
+    rebuilt = w(label + ".replayed.onnx")
+    check(f"replay {label}", ["replay", DEMO, "--report", report_path, "-o", rebuilt], 0,
+          stdout_has=["rewrite(s) from", "wrote"])
+    with open(report_path) as f:
+        rep = json.load(f)
+    same = os.path.isfile(rebuilt) and open(rebuilt, "rb").read() == open(written, "rb").read()
+    expect(f"replay {label}: the report's rewrites rebuild the written model byte for byte", same)
+    steps = [s for st in rep["rewrites"]["stages"] for s in st.get("steps", []) +
+             [x for p in st.get("parts", []) for x in p["steps"]]]
+    counted = {}
+    for s in steps:
+        counted[s["rule"]] = counted.get(s["rule"], 0) + 1
+    if rep["rewrites"]["nhwc_undone"]:
+        counted.pop("layout move", None)  # the candidate timed with its NHWC choices undone
+    expect(f"replay {label}: rules_used counts exactly the listed rewrites", counted == rep["rules_used"],
+           f"{counted} vs {rep['rules_used']}")
+    expect(f"replay {label}: every rewrite says where and what it cost",
+           all(s["where"] and s["cost_before"] is not None and s["cost_after"] is not None for s in steps))
+    return rep, steps
+
+
+rep_r, steps_r = replay_check("analytic", rep_a, opt_a)
+expect("replay analytic: the demo's rewrites are listed", len(steps_r) > 0 and rep_r["rewrites"]["preprocessed"])
+if steps_r:
+    # A report that lies is caught: one rewrite fewer rebuilds another model,
+    # and an unknown rule or a place where the rule does not match is refused.
+    def edited(name, change):
+        r2 = json.loads(json.dumps(rep_r))
+        flat = [s for st in r2["rewrites"]["stages"] for s in st.get("steps", []) +
+                [x for p in st.get("parts", []) for x in p["steps"]]]
+        change(r2, flat)
+        path = w(name + ".json")
+        with open(path, "w") as f:
+            json.dump(r2, f)
+        return path
+
+    def drop_last(r2, flat):
+        for st in reversed(r2["rewrites"]["stages"]):
+            for holder in reversed([st] + st.get("parts", [])):
+                if holder.get("steps"):
+                    holder["steps"].pop()
+                    return
+
+    short = edited("one_fewer", drop_last)
+    check("replay one rewrite fewer", ["replay", DEMO, "--report", short, "-o", w("short.onnx")], 0)
+    expect("replay one rewrite fewer: another model", open(w("short.onnx"), "rb").read() != open(opt_a, "rb").read())
+    check("replay an unknown rule", ["replay", DEMO, "--report",
+                                     edited("unknown_rule", lambda r2, flat: flat[0].update(rule="no-such-rule")),
+                                     "-o", w("unknown.onnx")], 2, stderr_has=["step 1", "no rule of that name"])
+    check("replay elsewhere", ["replay", DEMO, "--report",
+                               edited("elsewhere", lambda r2, flat: flat[0].update(where=["no-such-node"] * len(flat[0]["where"]))),
+                               "-o", w("elsewhere.onnx")], 2, stderr_has=["step 1", "does not match there"])
+with open(w("not_a_report.json"), "w") as f:
+    f.write("rewrites: none\n")
+check("replay a file that is not a report", ["replay", DEMO, "--report", w("not_a_report.json"), "-o", w("x.onnx")], 2,
+      stderr_has=["not JSON"])
+
 # ---- optimize (cpu: measured on oneDNN, never slower) -----------------------------
 opt_c = w("demo.cpu.onnx")
 rep_c = w("cpu.json")
@@ -196,6 +256,8 @@ try:
            r["after"]["end_to_end_ms"] <= min(x for x in r["candidate_ms"] if x is not None) + 1e-12)
 except Exception as e:  # noqa: BLE001
     expect("cpu report parses as JSON", False, repr(e))
+# The written candidate's own rewrites, whichever of the timed candidates it was.
+replay_check("cpu", rep_c, opt_c)
 
 # --budget bounds the end-to-end timing too: rounds of --reps it cannot hold
 # are not run (3 at least), and the summary and report say so.

@@ -46,6 +46,8 @@ def validate(doc, schema, root=None, path="$"):
                 errors += validate(value, props[key], root, f"{path}.{key}")
             elif isinstance(schema.get("additionalProperties"), dict):
                 errors += validate(value, schema["additionalProperties"], root, f"{path}.{key}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{path}: unexpected key {key!r}")
     if isinstance(doc, list) and "items" in schema:
         for i, value in enumerate(doc):
             errors += validate(value, schema["items"], root, f"{path}[{i}]")

@@ -2,6 +2,7 @@
 // tests. Rules are built from the axiom set (spec/axioms.hpp) with
 // rewrite::rule_set; the generator's rule tables are not used here.
 #include <functional>
+#include <map>
 #include <queue>
 #include <sstream>
 #include <unordered_set>
@@ -73,6 +74,18 @@ TEST_CASE("MetaFlow Figure 1: conv1x1 + conv3x3 + add + relu => one conv3x3 with
     CHECK(relaxed.rep.rule_uses["conv-distrib-ewadd-weight-rev"] == 1);
     CHECK(relaxed.rep.rule_uses["relu-conv"] == 1);
     check_equivalent(g, relaxed.best);
+    // The derivation with names: the three steps, where they applied, what each cost.
+    REQUIRE(relaxed.steps.size() == 3);
+    std::map<std::string, int> named;
+    for (const auto& st : relaxed.steps) {
+        ++named[st.rule];
+        CHECK_FALSE(st.where.empty());
+        for (const auto& w : st.where) CHECK_FALSE(w.empty());
+    }
+    CHECK(named == relaxed.rep.rule_uses);
+    CHECK(relaxed.steps.front().cost_before == relaxed.rep.cost_before);
+    CHECK(relaxed.steps.back().cost_after == relaxed.rep.cost_after);
+    for (std::size_t i = 1; i < relaxed.steps.size(); ++i) CHECK(relaxed.steps[i].cost_before == relaxed.steps[i - 1].cost_after);
     auto with_layouts = search::backtracking{}.rules(rs.rules()).alpha(1.05).max_expansions(200).run(g, cost);
     CHECK(ops_of(with_layouts.best) == "conv2d ");
     check_equivalent(g, with_layouts.best);
@@ -318,6 +331,39 @@ TEST_CASE("optimize: a graph beyond the partition threshold is optimized part by
     std::ostringstream os;
     r.report.print(os);
     CHECK(os.str().find("relu-conv") != std::string::npos);
+
+    // The derivation: the parts' steps, each a relu fused into the conv it
+    // reads, located by the operators' names; replay rebuilds the result.
+    auto d = r.report.derivation;
+    CHECK(d.uses() == r.report.rule_uses);
+    bool parts_stage = false;
+    for (const auto& st : d.stages) parts_stage = parts_stage || (st.k == search::derivation_stage::kind::parts && !st.parts.empty());
+    CHECK(parts_stage);
+    for (const search::rewrite_step* st : d.steps()) {
+        REQUIRE(st->where.size() == 2);
+        CHECK(st->cost_after < st->cost_before);
+    }
+    const graph again = search::replay(g, d, rs.rules(), test_cost{});
+    CHECK(again.hash_of_outputs(graph::weights_by::content) == r.optimized.hash_of_outputs(graph::weights_by::content));
+
+    // A derivation that does not fit the graph is refused, naming the step.
+    auto lie = d;
+    lie.steps().front()->rule = "no-such-rule";
+    try {
+        (void)search::replay(g, lie, rs.rules(), test_cost{});
+        FAIL("replayed an unknown rule");
+    } catch (const error& e) {
+        CHECK(std::string(e.what()).find("step 1 (no-such-rule") != std::string::npos);
+    }
+    auto elsewhere = d;
+    auto* first = elsewhere.steps().front();
+    std::swap(first->where[0], first->where[1]);
+    try {
+        (void)search::replay(g, elsewhere, rs.rules(), test_cost{});
+        FAIL("replayed a rule where it does not match");
+    } catch (const error& e) {
+        CHECK(std::string(e.what()).find("does not match there") != std::string::npos);
+    }
 }
 
 TEST_CASE("optimize: nothing to improve => the original graph, unchanged") {

@@ -43,6 +43,31 @@ void optimize_every_model(std::span<const rewrite::rule> rules) {
             MESSAGE(m.name, ": ", g.op_count(), " ops -> ", r.optimized.op_count(), "\n", os.str());
             CHECK(r.report.cost_after <= r.report.cost_before);
             check_equivalent(g, r.optimized, 1e-4);
+            // The report's rewrites are exactly those in the result: replayed
+            // from the input they rebuild it, and they are the rules it counts.
+            auto d = r.report.derivation;
+            CHECK(d.uses() == r.report.rule_uses);
+            CHECK(d.empty() == !r.report.improved);
+            if (r.report.improved) {
+                const graph again = search::replay(g, d, rules, cost::analytical{});
+                CHECK(again.hash_of_outputs(graph::weights_by::content) ==
+                      r.optimized.hash_of_outputs(graph::weights_by::content));
+                for (const search::rewrite_step* s : d.steps()) {
+                    CHECK_FALSE(s->where.empty());
+                    CHECK(s->cost_before > 0);
+                }
+                if (!d.steps().empty()) {
+                    // One rewrite fewer is another graph.
+                    auto fewer = d;
+                    for (auto st = fewer.stages.rbegin(); st != fewer.stages.rend(); ++st) {
+                        if (!st->steps.empty()) { st->steps.pop_back(); break; }
+                        if (!st->parts.empty() && !st->parts.back().steps.empty()) { st->parts.back().steps.pop_back(); break; }
+                    }
+                    if (fewer.steps().size() + 1 == d.steps().size())
+                        CHECK(search::replay(g, fewer, rules, cost::analytical{}).hash_of_outputs(graph::weights_by::content) !=
+                              r.optimized.hash_of_outputs(graph::weights_by::content));
+                }
+            }
         }
     }
 }

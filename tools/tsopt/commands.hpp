@@ -14,10 +14,12 @@ int optimize_command(int argc, char** argv, int first);
 int inspect_command(int argc, char** argv, int first);
 int bench_command(int argc, char** argv, int first);
 int rules_command(int argc, char** argv, int first);
+int replay_command(int argc, char** argv, int first);
 
 extern const std::string_view optimize_help;
 extern const std::string_view inspect_help;
 extern const std::string_view bench_help;
 extern const std::string_view rules_help;
+extern const std::string_view replay_help;
 
 }  // namespace tsopt::cli

@@ -273,6 +273,15 @@ inline void check_distinct(const std::vector<std::pair<std::string, std::string>
                                   "' and '" + files[j].second + "'); give distinct files");
 }
 
+// Writes a whole output file atomically; a failure is a write_failed failure.
+inline void write_file(const std::string& path, const std::string& bytes, const char* what) {
+    try {
+        io::write_file_atomically(path, bytes);
+    } catch (const error& e) {
+        throw write_error(std::string(what) + ": " + e.what());
+    }
+}
+
 // ---- JSON ----------------------------------------------------------------
 // nlohmann/json, keys in insertion order (the reports read top-down). Every
 // JSON document tsopt writes carries "schema" and "schema_version"; their

@@ -24,6 +24,7 @@ constexpr std::string_view main_help =
     "  inspect IN.onnx                operators, input/output shapes, opaque operators, FLOPs\n"
     "  bench IN.onnx [OPT.onnx]       time one model, or two side by side, on a backend\n"
     "  rules                          list the rules built into this binary\n"
+    "  replay IN.onnx --report R.json -o OUT.onnx   rebuild an optimized model from its report's rewrites\n"
     "\n"
     "`tsopt <command> --help` describes a command's options.\n"
     "\n";
@@ -52,7 +53,8 @@ int run_command_line(int argc, char** argv) {
     const entry commands[] = {{"optimize", optimize_command, &optimize_help},
                               {"inspect", inspect_command, &inspect_help},
                               {"bench", bench_command, &bench_help},
-                              {"rules", rules_command, &rules_help}};
+                              {"rules", rules_command, &rules_help},
+                              {"replay", replay_command, &replay_help}};
     const entry* e = nullptr;
     for (const auto& c : commands)
         if (c.name == cmd) e = &c;

@@ -14,6 +14,7 @@
 #include "backends.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "derivation_json.hpp"
 #include "tsopt/io/progress.hpp"
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
@@ -299,14 +300,6 @@ void run_analytic(const settings& s, const graph& g, std::span<const rewrite::ru
     };
 }
 
-void write_file(const std::string& path, const std::string& bytes, const char* what) {
-    try {
-        io::write_file_atomically(path, bytes);
-    } catch (const error& e) {
-        throw write_error(std::string(what) + ": " + e.what());
-    }
-}
-
 json op_counts_json(const graph& g) {
     std::map<std::string, int> c;
     for (const node& n : g.nodes)
@@ -469,6 +462,9 @@ int optimize_command(int argc, char** argv, int first) {
     const std::map<std::string, int>* derivation = kept_original ? &no_uses : o.result.rule_uses_of(o.chosen);
     if (!derivation) throw std::logic_error("the chosen candidate is neither the optimizer's result nor one of its top-k");
     const std::map<std::string, int>& uses = *derivation;
+    static const search::derivation no_rewrites;
+    const search::derivation* rewrites = kept_original ? &no_rewrites : o.result.derivation_of(o.chosen);
+    if (!rewrites) throw std::logic_error("the chosen candidate has no derivation");
     const std::map<std::string, int>& preprocessing = kept_original ? no_uses : rep.preprocessing;
 
     if (agree) write_file(s.out, bytes, "the optimized model");
@@ -589,6 +585,20 @@ int optimize_command(int argc, char** argv, int first) {
         std::stable_sort(by_uses.begin(), by_uses.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
         for (const auto& [name, n] : by_uses) out << "    " << std::setw(4) << n << " x " << name << "\n";
     }
+    if (const auto steps = rewrites->steps(); !steps.empty()) {
+        // The rewrites themselves, in order: the first ones here, all of them in --report.
+        constexpr std::size_t shown = 12;
+        out << "  rewrites in the written graph (" << steps.size() << ", in order; cost of the graph each applied to,"
+            << " the part's when partitioned" << (s.report.empty() ? "" : "; all in --report") << "):\n";
+        for (std::size_t k = 0; k < steps.size() && k < shown; ++k) {
+            const auto& st = *steps[k];
+            std::string where;
+            for (const auto& w : st.where) where += (where.empty() ? "" : ", ") + w;
+            out << "    " << std::setw(3) << k + 1 << ". " << st.rule << " at " << (where.empty() ? "-" : where)
+                << std::defaultfloat << std::setprecision(4) << ": " << st.cost_before << " -> " << st.cost_after << "\n";
+        }
+        if (steps.size() > shown) out << "    ... " << steps.size() - shown << " more\n";
+    }
     if (!preprocessing.empty()) {
         out << "  preprocessing (in the written graph):";
         const char* sep = " ";
@@ -647,6 +657,7 @@ int optimize_command(int argc, char** argv, int first) {
             {"rules_used", rules_used},
             {"rules_used_of", kept_original ? "none" : "chosen"},
             {"preprocessing", preprocessing_done},
+            {"rewrites", derivation_json(*rewrites)},
             {"candidate_ms", candidate_ms},
             {"timing_rounds", o.timing_rounds},
             {"wall_seconds",

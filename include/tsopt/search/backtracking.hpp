@@ -42,6 +42,7 @@
 #include "tsopt/rewrite/layout.hpp"
 #include "tsopt/rewrite/preprocess.hpp"
 #include "tsopt/rewrite/rule_index.hpp"
+#include "tsopt/search/derivation.hpp"
 
 namespace tsopt::search {
 
@@ -58,10 +59,6 @@ inline std::string_view to_string(stop_reason r) {
     }
     return "?";
 }
-
-// How a derivation names a step that was a layout move (rewrite::layout_moves),
-// not a rule.
-inline constexpr std::string_view layout_move_name = "layout move";
 
 struct report {
     double cost_before = 0, cost_after = 0;
@@ -98,6 +95,8 @@ struct result {
     report rep;
     std::vector<graph> top_k;  // distinct candidates, best first (best included), when asked for
     std::vector<std::map<std::string, int>> top_k_uses;  // each top_k graph's derivation, as report::rule_uses
+    std::vector<rewrite_step> steps;                     // best's derivation from the start graph, in order
+    std::vector<std::vector<rewrite_step>> top_k_steps;  // each top_k graph's
 };
 
 class backtracking {
@@ -162,8 +161,17 @@ public:
         std::optional<rewrite::rule_index> own_index;
         const rewrite::rule_index& index = index_ ? *index_ : own_index.emplace(rules_);
 
-        struct step { std::int64_t parent; int rule; };  // rule: index, -1 start, -2 layout move
-        std::vector<step> history{{-1, -1}};
+        // How each graph was made: from which, by which rule (index; -1
+        // start, -2 layout move) at which match (its nodes in the parent),
+        // taking which of the application's results. Ids, not names: the
+        // names are read only along the derivations asked for (rebuilt at the end).
+        struct step {
+            std::int64_t parent;
+            int rule;
+            std::uint32_t variant;
+            std::vector<std::int32_t> at;
+        };
+        std::vector<step> history{{-1, -1, 0, {}}};
         struct cand { graph g; std::int64_t hist; };
         std::vector<cand> pool;  // queued graphs by slot (moved out when expanded)
         using key = std::tuple<double, std::uint64_t, std::size_t>;  // cost, random tie-break, slot
@@ -226,14 +234,14 @@ public:
         push(start, best_cost, 0);
         res.rep.enqueued = 0;
 
-        auto consider = [&](graph g, std::int64_t parent, int rule_idx) {
+        auto consider = [&](graph g, std::int64_t parent, int rule_idx, std::size_t variant, const std::vector<std::int32_t>& at) {
             ++res.rep.generated;
             if (fold_) g = rewrite::fold_constants(g, cache);
             if (max_nodes_ && g.size() > max_nodes_) return;
             std::uint64_t h = g.structural_hash();
             if (!seen.insert(h).second) { ++res.rep.dedup_hits; return; }
             double c = price(g);
-            history.push_back({parent, rule_idx});
+            history.push_back({parent, rule_idx, static_cast<std::uint32_t>(variant), at});
             auto hist = static_cast<std::int64_t>(history.size() - 1);
             offer_top(c, h, g, hist);
             if (c < best_cost) {
@@ -290,8 +298,9 @@ public:
                                                         .max_constant_bytes = max_constant_bytes_,
                                                         .oversized_constants = &res.rep.oversized_constants});
                         if (outs.empty()) { ++res.rep.rejected; return; }
-                        for (auto& o : outs)
-                            consider(layouts_ ? rewrite::explicit_conversions(std::move(o)) : std::move(o), hist, static_cast<int>(ri));
+                        for (std::size_t k = 0; k < outs.size(); ++k)
+                            consider(layouts_ ? rewrite::explicit_conversions(std::move(outs[k])) : std::move(outs[k]), hist,
+                                     static_cast<int>(ri), k, m.nodes);
                     });
                 }
                 return true;
@@ -299,9 +308,10 @@ public:
             if (layouts_ && !out_of_time()) {
                 std::vector<graph> moves;
                 timed([&] { moves = rewrite::layout_moves(g); });
-                for (auto& o : moves) {
+                static const std::vector<std::int32_t> none;
+                for (std::size_t k = 0; k < moves.size(); ++k) {
                     if (out_of_time()) break;
-                    timed([&] { consider(std::move(o), hist, -2); });
+                    timed([&] { consider(std::move(moves[k]), hist, -2, k, none); });
                 }
             }
         }
@@ -316,8 +326,62 @@ public:
             }
             return uses;
         };
+        // A derivation with names: the steps from the start graph again,
+        // each located by the ids it was recorded with, checked to end at
+        // the graph the search kept.
+        auto steps_along = [&](std::int64_t to, const graph& end) {
+            std::vector<std::int64_t> path;
+            for (std::int64_t h = to; h > 0; h = history[static_cast<std::size_t>(h)].parent) path.push_back(h);
+            std::reverse(path.begin(), path.end());
+            std::vector<rewrite_step> steps;
+            rewrite::fold_cache replay_cache(std::min(max_memory_, rewrite::fold_cache::default_max_bytes));
+            graph g = start;
+            double cost = res.rep.cost_before;
+            for (std::int64_t h : path) {
+                const step& s = history[static_cast<std::size_t>(h)];
+                rewrite_step rs;
+                rs.variant = s.variant;
+                std::optional<graph> next;
+                if (s.rule == -2) {
+                    auto moves = rewrite::layout_moves(g);
+                    if (s.variant < moves.size()) {
+                        rs.rule = std::string(layout_move_name);
+                        rs.where = layout_changes(g, moves[s.variant]);
+                        next = fold_ ? rewrite::fold_constants(moves[s.variant], replay_cache) : std::move(moves[s.variant]);
+                    }
+                } else {
+                    const rewrite::rule& r = rules_[static_cast<std::size_t>(s.rule)];
+                    rs.rule = std::string(r.name);
+                    rewrite::graph_index ix(g);
+                    const std::int32_t anchor = s.at.back();
+                    std::optional<rewrite::match> m;
+                    rewrite::for_each_match(
+                        ix, r,
+                        [&](const rewrite::match& x) {
+                            if (x.nodes != s.at) return true;
+                            m = x;
+                            return false;
+                        },
+                        std::span<const std::int32_t>(&anchor, 1));
+                    if (m) {
+                        rs.where = where_of(g, *m);
+                        next = detail::apply_step(ix, r, *m, s.variant, layouts_, fold_, replay_cache, nullptr);
+                    }
+                }
+                if (!next) throw error("search: internal error: step '" + rs.rule + "' of the derivation does not apply again");
+                g = std::move(*next);
+                rs.cost_before = cost;
+                rs.cost_after = cost = price(g);
+                steps.push_back(std::move(rs));
+            }
+            if (g.hash_of_outputs(graph::weights_by::content) != end.hash_of_outputs(graph::weights_by::content))
+                throw error("search: internal error: the derivation rebuilt does not end at the graph it derived");
+            return steps;
+        };
         res.rep.rule_uses = uses_along(best_hist);
+        res.steps = steps_along(best_hist, res.best);
         for (auto& [c, h, gg, hist] : top) {
+            res.top_k_steps.push_back(steps_along(hist, gg));
             res.top_k.push_back(std::move(gg));
             res.top_k_uses.push_back(uses_along(hist));
         }
