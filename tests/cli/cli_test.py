@@ -9,6 +9,7 @@ together with the command's output. Measurement is kept short (--budget 1,
 --reps 3); the analytic backend is used where timing is not the point.
 """
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -162,6 +163,41 @@ for stem in ["before", "after"]:
         expect(f"--dot wrote {stem}.svg", os.path.isfile(w("dot", stem + ".svg")))
 with open(w("dot", "before.dot")) as f:
     expect("pictures carry costs", "cost " in f.read())
+
+
+def svg_px(path):
+    """(width, height) of an SVG written by dot, in CSS pixels (1 pt = 4/3 px)."""
+    with open(path) as f:
+        head = f.read(4000)
+    m = re.search(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', head)
+    return (float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3) if m else None
+
+
+# One picture per rewrite, each fitting a screen, and the HTML report with them inline.
+with open(rep_a) as f:
+    n_rewrites = json.load(f)["rewrites"]["count"]
+drawn = sorted(f for f in os.listdir(w("dot")) if f.startswith("rewrite-") and f.endswith(".dot"))
+expect("--dot: a picture per rewrite", len(drawn) == min(n_rewrites, 100), f"{len(drawn)} pictures, {n_rewrites} rewrites")
+if shutil.which("dot"):
+    sizes = [svg_px(w("dot", f[:-4] + ".svg")) for f in drawn]
+    expect("--dot: every rewrite's picture is under 1,500 x 1,500 px",
+           all(s and s[0] <= 1500 and s[1] <= 1500 for s in sizes), str(sizes))
+    big = svg_px(w("dot", "after.svg"))
+    expect("--dot: the overview fits a screen (under 2,000 px)", big and max(big) <= 2000, str(big))
+with open(w("dot", "after.dot")) as f:
+    after_dot = f.read()
+gold = after_dot.count("#ffd966")
+nodes = len(re.findall(r"^  n\d+ \[", after_dot, re.M))
+expect("--dot: the overview colours only what the rewrites made", 0 < gold <= max(4, nodes // 5) if n_rewrites else gold == 0,
+       f"{gold} of {nodes} nodes gold, {n_rewrites} rewrites")
+html = open(w("dot", "report.html")).read() if os.path.isfile(w("dot", "report.html")) else ""
+with open(rep_a) as f:
+    listed = [s["rule"] for st in json.load(f)["rewrites"]["stages"] for s in st.get("steps", []) +
+              [x for p in st.get("parts", []) for x in p["steps"]]]
+expect("--dot: report.html lists every rewrite", html and all(r in html for r in listed) and
+       html.count("<tr><td class=\"n\">") == len(listed))
+if shutil.which("dot"):
+    expect("--dot: report.html has the pictures inline", html.count("<svg") == len(drawn))
 
 # ---- replay: the report names every rewrite in the written model, nothing else -----
 def replay_check(label, report_path, written):

@@ -68,6 +68,43 @@ TEST_CASE("dot: changed_nodes finds exactly the rewritten region") {
     CHECK(io::changed_nodes(a, c).empty());
 }
 
+TEST_CASE("dot: a rewrite's picture shows the matched region, its replacement and one hop of context") {
+    auto [a, b] = before_after();
+    // The rewrite matched conv and relu; conv_relu replaced them ("relu"'s
+    // name is not reused here, so the new node is found as a new name).
+    const std::vector<std::string> where{"conv", "relu"};
+    auto r = io::rewrite_regions(a, b, where);
+    CHECK(r.before == std::set<std::int32_t>{2, 3});  // a: x(0) w(1) conv(2) relu(3) sum(4)
+    CHECK(r.after == std::set<std::int32_t>{2});      // b: x(0) w(1) conv_relu(2) sum(3)
+    std::string d = io::rewrite_to_dot(a, b, r, {.title = "1. relu-conv at conv, relu: cost 2 -> 1 ms (-1)"});
+    CHECK(has(d, "digraph rewrite {"));
+    CHECK(has(d, "size=\"15,15\""));  // at most 1080 pt: under 1,500 px
+    CHECK(has(d, "subgraph cluster_b {"));
+    CHECK(has(d, "subgraph cluster_a {"));
+    CHECK(has(d, "label=\"1. relu-conv at conv, relu: cost 2 -> 1 ms (-1)\""));
+    auto line = [&](const std::string& id) {
+        auto p = d.find("    " + id + " [");
+        REQUIRE(p != std::string::npos);
+        return d.substr(p, d.find('\n', p) - p);
+    };
+    CHECK(has(line("b2"), "#ffd966"));  // conv, matched
+    CHECK(has(line("b3"), "#ffd966"));  // relu, matched
+    CHECK(!has(line("b4"), "#ffd966"));  // sum: context
+    CHECK(has(line("a2"), "#ffd966"));  // conv_relu, the replacement
+    CHECK(!has(line("a3"), "#ffd966"));
+    CHECK(has(d, "b2 -> b3;"));
+    // Context is bounded: with none, only the regions.
+    std::string bare = io::rewrite_to_dot(a, b, r, {.context = 0});
+    CHECK(!has(bare, "    b4 ["));
+    CHECK(!has(bare, "    a3 ["));
+    // A layout move: the operators whose layout changed are the region on both sides.
+    graph c = b;
+    c.nodes[2].out_layout = spec::layout::nhwc;
+    auto lr = io::rewrite_regions(b, c, std::vector<std::string>{"conv_relu"});
+    CHECK(lr.before == std::set<std::int32_t>{2});
+    CHECK(lr.after == std::set<std::int32_t>{2});
+}
+
 TEST_CASE("dot: quotes in names are escaped") {
     graph g;
     value x = g.input("in \"quoted\" \\ name", {2});

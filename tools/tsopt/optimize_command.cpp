@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "derivation_json.hpp"
+#include "pictures.hpp"
 #include "tsopt/io/progress.hpp"
 #include "tsopt/cost/multi_dim.hpp"
 #include "tsopt/cost/sum.hpp"
@@ -50,8 +51,9 @@ const std::string_view optimize_help =
     "  --batch N               value for a dynamic leading (batch) dimension of the inputs\n"
     "  --dims NAME=N,...       values for named symbolic dimensions\n"
     "  --report FILE.json      write a JSON report (costs, times, rules used, verification)\n"
-    "  --dot DIR               write DIR/before.dot and DIR/after.dot (+ .svg with Graphviz): costs on\n"
-    "                          the nodes, rewritten regions highlighted\n"
+    "  --dot DIR               pictures (.dot, + .svg with Graphviz): DIR/before and DIR/after (costs on\n"
+    "                          the nodes, what the rewrites matched and made highlighted), DIR/rewrite-NNN\n"
+    "                          (each rewrite: the region before and after), DIR/report.html (all of it)\n"
     "  --rules SET|FILE        generated (default: the rules tsopt-gen generated and Z3 proved,\n"
     "                          tsopt::rules::default_rules()) | axioms (the axioms read as rules) | all,\n"
     "                          or a rule listing written by tsopt-gen --listing (its spec hash and\n"
@@ -373,7 +375,7 @@ int optimize_command(int argc, char** argv, int first) {
                 throw write_error("--dot '" + s.dot + "': directory '" + parent.string() +
                                   "' does not exist (only the last component of --dot is created)");
         }
-        for (const char* f : {"before.dot", "after.dot", "before.svg", "after.svg"})
+        for (const char* f : {"before.dot", "after.dot", "before.svg", "after.svg", "report.html"})
             files.emplace_back(std::string("--dot's ") + f, (fs::path(s.dot) / f).string());
     }
     check_distinct(files);
@@ -475,6 +477,11 @@ int optimize_command(int argc, char** argv, int first) {
     const double optimize_s = std::chrono::duration<double>(check_started - import_ended).count();
 
     std::vector<io::picture> pictures;
+    rewrite_pictures drawn;
+    constexpr std::size_t max_rewrite_pictures = 100;
+    // Whole graphs are drawn to fit a screen (20 in = 1440 pt, 1920 px at
+    // 96 dpi); the SVG scales, so a reader zooms into it.
+    constexpr double overview_inches = 20;
     if (!s.dot.empty()) {
         std::error_code ec;
         std::filesystem::create_directory(s.dot, ec);
@@ -492,12 +499,27 @@ int optimize_command(int argc, char** argv, int first) {
             return t.str();
         };
         try {
+            // One picture per rewrite first: replaying them says which
+            // operators the rewrites matched and made, which is what the
+            // overview pictures colour (not everything preprocessing touched).
+            drawn = draw_rewrites(g, *rewrites, rules.rules(), s.dot, max_rewrite_pictures, "ms");
+            auto named = [](const graph& h, const std::set<std::string>& names) {
+                std::set<std::int32_t> ids;
+                for (std::size_t i = 0; i < h.size(); ++i)
+                    if (h.nodes[i].kind != node_kind::input && names.count(h.nodes[i].name)) ids.insert(static_cast<std::int32_t>(i));
+                return ids;
+            };
+            const bool replayed = rewrites->replayable();
             pictures.push_back(io::write_picture(g, (std::filesystem::path(s.dot) / "before").string(),
-                                                 {.costs = costs(g), .title = title("before", g, o.cost_before)}));
+                                                 {.costs = costs(g),
+                                                  .highlight = named(g, drawn.matched),
+                                                  .title = title("before (operators the rewrites matched in gold)", g, o.cost_before),
+                                                  .max_inches = overview_inches}));
             pictures.push_back(io::write_picture(o.chosen, (std::filesystem::path(s.dot) / "after").string(),
                                                  {.costs = costs(o.chosen),
-                                                  .highlight = io::changed_nodes(g, o.chosen),
-                                                  .title = title("after (rewritten regions in gold)", o.chosen, o.cost_after)}));
+                                                  .highlight = replayed ? named(o.chosen, drawn.produced) : io::changed_nodes(g, o.chosen),
+                                                  .title = title("after (what the rewrites made in gold)", o.chosen, o.cost_after),
+                                                  .max_inches = overview_inches}));
         } catch (const error& e) {
             throw write_error(std::string("--dot: ") + e.what());
         }
@@ -613,6 +635,26 @@ int optimize_command(int argc, char** argv, int first) {
         << (agree ? "equal" : "DIFFERENT") << "\n"
         << std::defaultfloat;
 
+    std::string html_path;
+    if (!s.dot.empty()) {
+        auto ms = [](std::optional<double> x) { return x ? std::to_string(*x) + " ms" : std::string("not measured"); };
+        html_report_input h;
+        h.title = s.in + " -> " + s.out;
+        h.facts = {{"backend", s.backend + " (cost model " + o.cost_model + ")"},
+                   {"rules", std::to_string(rules.rules().size()) + " (" + rules.text() + ")"},
+                   {"operators", std::to_string(g.op_count()) + " -> " + std::to_string(o.chosen.op_count())},
+                   {"cost (sum of operators)", std::to_string(o.cost_before) + " -> " + std::to_string(o.cost_after) + " ms"},
+                   {"end to end (median)", ms(o.ms_before) + " -> " + ms(o.ms_after)},
+                   {"written", kept_original ? "the original (no candidate was faster)" : "candidate " + std::to_string(o.chosen_index)},
+                   {"verification", std::string(agree ? "equal" : "DIFFERENT") + " (max relative error " + scientific(err) + ")"}};
+        for (const auto& p : pictures) h.overview.push_back(p.svg_path.empty() ? p.dot_path : p.svg_path);
+        h.derivation = rewrites;
+        h.pictures = &drawn;
+        h.unit = "ms";
+        html_path = (std::filesystem::path(s.dot) / "report.html").string();
+        write_file(html_path, html_report(h), "--dot's report.html");
+    }
+
     if (!s.report.empty()) {
         json rules_used = json::object();
         for (const auto& [name, n] : uses) rules_used[name] = n;
@@ -621,10 +663,12 @@ int optimize_command(int argc, char** argv, int first) {
         json candidate_ms = json::array();
         for (double ms : o.candidate_ms) candidate_ms.push_back(json_number(ms));
         json picture_paths = json::array();
-        for (const auto& p : pictures) {
-            picture_paths.push_back(p.dot_path);
-            if (!p.svg_path.empty()) picture_paths.push_back(p.svg_path);
-        }
+        for (const auto* set : {&pictures, &drawn.files})
+            for (const auto& p : *set) {
+                picture_paths.push_back(p.dot_path);
+                if (!p.svg_path.empty()) picture_paths.push_back(p.svg_path);
+            }
+        if (!html_path.empty()) picture_paths.push_back(html_path);
         const json rj = {
             {"schema", "tsopt-optimize-report"},
             {"schema_version", 1},
@@ -685,6 +729,12 @@ int optimize_command(int argc, char** argv, int first) {
         out << "  picture: " << (p.svg_path.empty() ? p.dot_path : p.dot_path + ", " + p.svg_path) << "\n";
         if (!p.note.empty()) out << "    (" << p.note << ")\n";
     }
+    if (!drawn.files.empty())
+        out << "  pictures of rewrites: " << drawn.files.size() << " (" << drawn.files.front().dot_path << " ...)"
+            << (drawn.note.empty() ? "" : "; " + drawn.note) << "\n";
+    else if (!drawn.note.empty())
+        out << "  pictures of rewrites: " << drawn.note << "\n";
+    if (!html_path.empty()) out << "  HTML report: " << html_path << "\n";
     return exit_code::ok;
 }
 

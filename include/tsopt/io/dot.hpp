@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -30,6 +31,7 @@ struct dot_options {
     std::set<std::int32_t> highlight{};    // node ids to fill (rewritten regions)
     std::string title{};
     bool show_weights = true;               // weight nodes (small grey boxes)
+    double max_inches = 0;                  // Graphviz `size`: larger drawings are scaled down to fit (0: no limit)
 };
 
 namespace detail {
@@ -75,13 +77,53 @@ inline std::string shapes_text(const node& n) {
     return r;
 }
 
+// A node's label: name, operator, parameters, shapes, non-default layout, cost.
+inline std::string node_label(const node& n, const double* cost, std::string_view unit) {
+    std::string label = n.name + "\n" + std::string(n.type_name());
+    if (n.kind == node_kind::op) {
+        auto p = param_text(n);
+        if (!p.empty()) label += "\n" + p;
+    } else if (n.kind == node_kind::opaque && n.opaque) {
+        label += "\n(opaque" + (n.opaque->domain.empty() ? std::string() : ", " + n.opaque->domain) + ", " +
+                 std::to_string(n.opaque->attribute_count) + " attributes)";
+    }
+    label += "\n" + shapes_text(n);
+    // Non-default storage is what a layout move changed: show it.
+    if (n.out_layout == spec::layout::nhwc && n.shapes[0].rank == 4) label += " NHWC";
+    else if (n.out_layout == spec::layout::col_major && n.shapes[0].rank >= 2) label += " col-major";
+    if (cost) {
+        std::ostringstream c;
+        c.precision(3);
+        c << *cost;
+        label += "\ncost " + c.str() + " " + std::string(unit);
+    }
+    return label;
+}
+
+inline std::string node_style(const node& n, bool highlight) {
+    if (highlight)
+        return (n.kind == node_kind::op ? "shape=box, style=\"rounded,filled\"" : "shape=box, style=filled") +
+               std::string(", fillcolor=\"#ffd966\", penwidth=2.5");
+    switch (n.kind) {
+        case node_kind::input: return "shape=ellipse, style=filled, fillcolor=\"#cfe2f3\"";
+        case node_kind::weight: return "shape=box, style=filled, fillcolor=\"#eeeeee\", fontsize=8";
+        case node_kind::opaque: return "shape=box, style=\"dashed,filled\", fillcolor=\"#fce5cd\"";
+        case node_kind::op: break;
+    }
+    return "shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"";
+}
+
+inline constexpr std::string_view dot_header =
+    "  node [fontname=\"Helvetica\", fontsize=10];\n"
+    "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n";
+
 }  // namespace detail
 
 // Graphviz DOT text of a graph.
 inline std::string to_dot(const graph& g, const dot_options& o = {}) {
     std::ostringstream d;
-    d << "digraph tsopt {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
-         "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n";
+    d << "digraph tsopt {\n  rankdir=TB;\n" << detail::dot_header;
+    if (o.max_inches > 0) d << "  size=\"" << o.max_inches << "," << o.max_inches << "\";\n";
     if (!o.title.empty()) d << "  labelloc=t;\n  label=\"" << detail::dot_escape(o.title) << "\";\n";
     std::vector<bool> hidden(g.size(), false);
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -90,35 +132,9 @@ inline std::string to_dot(const graph& g, const dot_options& o = {}) {
             hidden[i] = true;
             continue;
         }
-        std::string label = n.name + "\n" + std::string(n.type_name());
-        if (n.kind == node_kind::op) {
-            auto p = detail::param_text(n);
-            if (!p.empty()) label += "\n" + p;
-        } else if (n.kind == node_kind::opaque && n.opaque) {
-            label += "\n(opaque" + (n.opaque->domain.empty() ? std::string() : ", " + n.opaque->domain) + ", " +
-                     std::to_string(n.opaque->attribute_count) + " attributes)";
-        }
-        label += "\n" + detail::shapes_text(n);
-        // Non-default storage is what a layout move changed: show it.
-        if (n.out_layout == spec::layout::nhwc && n.shapes[0].rank == 4) label += " NHWC";
-        else if (n.out_layout == spec::layout::col_major && n.shapes[0].rank >= 2) label += " col-major";
-        if (i < o.costs.size()) {
-            std::ostringstream c;
-            c.precision(3);
-            c << o.costs[i];
-            label += "\ncost " + c.str() + " " + o.cost_unit;
-        }
-        std::string style;
-        switch (n.kind) {
-            case node_kind::input: style = "shape=ellipse, style=filled, fillcolor=\"#cfe2f3\""; break;
-            case node_kind::weight: style = "shape=box, style=filled, fillcolor=\"#eeeeee\", fontsize=8"; break;
-            case node_kind::opaque: style = "shape=box, style=\"dashed,filled\", fillcolor=\"#fce5cd\""; break;
-            case node_kind::op: style = "shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\""; break;
-        }
-        if (o.highlight.count(static_cast<std::int32_t>(i)))
-            style = (n.kind == node_kind::op ? "shape=box, style=\"rounded,filled\"" : "shape=box, style=filled") +
-                    std::string(", fillcolor=\"#ffd966\", penwidth=2.5");
-        d << "  n" << i << " [label=\"" << detail::dot_escape(label) << "\", " << style << "];\n";
+        const std::string label = detail::node_label(n, i < o.costs.size() ? &o.costs[i] : nullptr, o.cost_unit);
+        d << "  n" << i << " [label=\"" << detail::dot_escape(label) << "\", "
+          << detail::node_style(n, o.highlight.count(static_cast<std::int32_t>(i)) > 0) << "];\n";
     }
     for (std::size_t i = 0; i < g.size(); ++i) {
         if (hidden[i]) continue;
@@ -134,6 +150,98 @@ inline std::string to_dot(const graph& g, const dot_options& o = {}) {
         d << "  out" << k << " [label=\"output " << k << "\", shape=doublecircle, fontsize=8];\n";
         d << "  n" << v.node << " -> out" << k << (g.at(v).num_outputs() > 1 ? " [label=\":" + std::to_string(v.output) + "\"]" : "") << ";\n";
     }
+    d << "}\n";
+    return d.str();
+}
+
+// What one rewrite changed (search::rewrite_step): the operators it matched
+// in `before`, located by their names (`where`), and the nodes of `after`
+// that replaced them: nodes whose names `before` does not have (new
+// operators, folded weights, conversions), and matched names that now name
+// another node (the operator that took over a replaced output, or, for a
+// layout move, the operators stored differently).
+struct rewrite_region {
+    std::set<std::int32_t> before, after;
+};
+inline rewrite_region rewrite_regions(const graph& before, const graph& after, std::span<const std::string> where) {
+    std::unordered_set<std::string_view> old_names, matched(where.begin(), where.end());
+    for (const node& n : before.nodes) old_names.insert(n.name);
+    rewrite_region r;
+    for (std::size_t i = 0; i < before.size(); ++i)
+        if (before.nodes[i].kind != node_kind::input && matched.count(before.nodes[i].name)) r.before.insert(static_cast<std::int32_t>(i));
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        const node& n = after.nodes[i];
+        if (n.kind != node_kind::input && (!old_names.count(n.name) || matched.count(n.name))) r.after.insert(static_cast<std::int32_t>(i));
+    }
+    return r;
+}
+
+struct rewrite_picture_options {
+    std::string title;                       // on top: the rule, where, the cost delta
+    std::string before_label = "before", after_label = "after";
+    int context = 1;                         // hops of unchanged neighbours shown around each region
+    std::size_t max_nodes = 40;              // per side, the region first
+    double max_inches = 15;                  // Graphviz `size`: 15 in = 1080 pt, 1440 px at 96 dpi
+};
+
+namespace detail {
+
+// The region, then its neighbours (producers and consumers) `hops` deep,
+// at most `max_nodes` in all.
+inline std::vector<std::int32_t> region_with_context(const graph& g, const std::set<std::int32_t>& region, int hops,
+                                                     std::size_t max_nodes) {
+    const auto consumers = g.consumers();
+    std::vector<std::int32_t> shown(region.begin(), region.end());
+    std::unordered_set<std::int32_t> seen(region.begin(), region.end());
+    std::size_t level_start = 0;
+    for (int h = 0; h < hops && shown.size() < max_nodes; ++h) {
+        const std::size_t level_end = shown.size();
+        for (std::size_t k = level_start; k < level_end && shown.size() < max_nodes; ++k) {
+            const auto i = static_cast<std::size_t>(shown[k]);
+            std::vector<std::int32_t> next;
+            for (value v : g.nodes[i].inputs) next.push_back(v.node);
+            for (auto [c, slot] : consumers[i]) next.push_back(c);
+            for (auto j : next)
+                if (shown.size() < max_nodes && seen.insert(j).second) shown.push_back(j);
+        }
+        level_start = level_end;
+    }
+    return shown;
+}
+
+inline void cluster_dot(std::ostringstream& d, const graph& g, const std::set<std::int32_t>& region,
+                        const rewrite_picture_options& o, std::string_view prefix, const std::string& label) {
+    const auto shown = region_with_context(g, region, o.context, o.max_nodes);
+    const std::unordered_set<std::int32_t> in(shown.begin(), shown.end());
+    d << "  subgraph cluster_" << prefix << " {\n    label=\"" << dot_escape(label)
+      << "\";\n    style=rounded;\n    color=\"#999999\";\n";
+    for (auto i : shown) {
+        const node& n = g.nodes[static_cast<std::size_t>(i)];
+        d << "    " << prefix << i << " [label=\"" << dot_escape(node_label(n, nullptr, "")) << "\", "
+          << node_style(n, region.count(i) > 0) << "];\n";
+    }
+    for (auto i : shown)
+        for (value v : g.nodes[static_cast<std::size_t>(i)].inputs)
+            if (in.count(v.node)) {
+                d << "    " << prefix << v.node << " -> " << prefix << i;
+                if (g.at(v).num_outputs() > 1) d << " [label=\":" << v.output << "\"]";
+                d << ";\n";
+            }
+    d << "  }\n";
+}
+
+}  // namespace detail
+
+// One rewrite as a picture: the matched region in `before` and its
+// replacement in `after`, side by side, each with a few unchanged
+// neighbours for context, the changed nodes filled gold.
+inline std::string rewrite_to_dot(const graph& before, const graph& after, const rewrite_region& r,
+                                  const rewrite_picture_options& o = {}) {
+    std::ostringstream d;
+    d << "digraph rewrite {\n  rankdir=TB;\n  size=\"" << o.max_inches << "," << o.max_inches << "\";\n" << detail::dot_header;
+    if (!o.title.empty()) d << "  labelloc=t;\n  label=\"" << detail::dot_escape(o.title) << "\";\n";
+    detail::cluster_dot(d, before, r.before, o, "b", o.before_label);
+    detail::cluster_dot(d, after, r.after, o, "a", o.after_label);
     d << "}\n";
     return d.str();
 }
@@ -161,11 +269,11 @@ struct picture {
 
 // Writes `stem`.dot and, where Graphviz is installed, `stem`.svg, each
 // atomically (io/atomic_file.hpp): `dot` writes the SVG to a pipe, never to
-// the destination.
-inline picture write_picture(const graph& g, const std::string& stem, const dot_options& o = {}) {
+// the destination. `svg`, when given, receives the SVG text.
+inline picture write_dot(const std::string& dot_text, const std::string& stem, std::string* svg = nullptr) {
     picture p;
     p.dot_path = stem + ".dot";
-    write_file_atomically(p.dot_path, to_dot(g, o));
+    write_file_atomically(p.dot_path, dot_text);
     if (!have_dot()) {
         p.note = "Graphviz 'dot' is not installed: wrote " + p.dot_path + " only (apt-get install graphviz for SVG)";
         return p;
@@ -188,7 +296,12 @@ inline picture write_picture(const graph& g, const std::string& stem, const dot_
     }
     p.svg_path = stem + ".svg";
     write_file_atomically(p.svg_path, svg_text);
+    if (svg) *svg = std::move(svg_text);
     return p;
+}
+
+inline picture write_picture(const graph& g, const std::string& stem, const dot_options& o = {}) {
+    return write_dot(to_dot(g, o), stem);
 }
 
 }  // namespace tsopt::io

@@ -24,6 +24,7 @@
 // and replay must rebuild the very graph that was written.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -142,6 +143,10 @@ inline std::vector<std::string> layout_changes(const graph& before, const graph&
     return w;
 }
 
+// Called by replay after each step with the graph before and after it (the
+// part's, for a step inside a part): pictures of rewrites (io/dot.hpp).
+using step_observer = std::function<void(std::size_t index, const rewrite_step&, const graph& before, const graph& after)>;
+
 namespace detail {
 
 // One rule application as the optimizer makes it: the layout variant, then
@@ -213,12 +218,15 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
 template <class Cost>
 graph replay_steps(graph g, std::vector<rewrite_step>& steps, std::size_t& counter,
                    const std::unordered_map<std::string_view, std::size_t>& by_name, std::span<const rewrite::rule> rules,
-                   bool layouts, bool fold, rewrite::fold_cache& cache, Cost& model) {
+                   bool layouts, bool fold, rewrite::fold_cache& cache, Cost& model, const step_observer& on_step) {
     double cost = static_cast<double>(model.graph_cost(g));
     for (auto& s : steps) {
-        g = apply_named(g, counter++, s, by_name, rules, layouts, fold, cache);
+        graph next = apply_named(g, counter, s, by_name, rules, layouts, fold, cache);
         s.cost_before = cost;
-        s.cost_after = cost = static_cast<double>(model.graph_cost(g));
+        s.cost_after = cost = static_cast<double>(model.graph_cost(next));
+        if (on_step) on_step(counter, s, g, next);
+        ++counter;
+        g = std::move(next);
     }
     return g;
 }
@@ -228,9 +236,11 @@ graph replay_steps(graph g, std::vector<rewrite_step>& steps, std::size_t& count
 // Rebuilds what a derivation describes from the graph it started from,
 // filling in each step's cost before and after under `model`. Throws
 // tsopt::error naming the first step that cannot be replayed (an unknown
-// rule, a place where the rule does not match, a PET stage).
+// rule, a place where the rule does not match, a PET stage). `on_step`,
+// when given, sees each step's graphs.
 template <cost::cost_model Cost>
-graph replay(const graph& original, derivation& d, std::span<const rewrite::rule> rules, Cost&& model) {
+graph replay(const graph& original, derivation& d, std::span<const rewrite::rule> rules, Cost&& model,
+             const step_observer& on_step = {}) {
     std::unordered_map<std::string_view, std::size_t> by_name;
     for (std::size_t i = 0; i < rules.size(); ++i) by_name.emplace(rules[i].name, i);
     rewrite::fold_cache cache;
@@ -240,10 +250,10 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
         auto& st = d.stages[si];
         switch (st.k) {
             case derivation_stage::kind::leaf_merges:
-                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, false, true, cache, model);
+                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, false, true, cache, model, on_step);
                 break;
             case derivation_stage::kind::search:
-                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, d.layouts, d.fold_weights, cache, model);
+                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, d.layouts, d.fold_weights, cache, model, on_step);
                 break;
             case derivation_stage::kind::parts: {
                 std::unordered_map<std::string_view, std::size_t> op_by_name;
@@ -266,7 +276,7 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
                     }
                     subs.push_back(extract(g, ids, cx));
                     optimized.push_back(detail::replay_steps(subs.back().g, p.steps, counter, by_name, rules, d.layouts,
-                                                             d.fold_weights, cache, model));
+                                                             d.fold_weights, cache, model, on_step));
                 }
                 std::vector<replacement> reps;
                 for (std::size_t i = 0; i < subs.size(); ++i) reps.push_back({&subs[i], &optimized[i]});
