@@ -220,6 +220,16 @@ def replay_check(label, report_path, written):
            f"{counted} vs {rep['rules_used']}")
     expect(f"replay {label}: every rewrite says where and what it cost",
            all(s["where"] and s["cost_before"] is not None and s["cost_after"] is not None for s in steps))
+    # Preprocessing is listed fold by fold, and agrees with its counts.
+    pre = rep["rewrites"]["preprocessing"]
+    by_kind = {}
+    for s in pre:
+        by_kind[s["rule"]] = by_kind.get(s["rule"], 0) + (len(s["where"]) if s["rule"].startswith("operators on") else 1)
+    expect(f"replay {label}: preprocessing listed step by step, as counted",
+           by_kind.get("batch norm folded into its convolution", 0) ==
+           rep["preprocessing"].get("batch norm folded into its convolution", 0) and
+           all(len(s["where"]) == 2 for s in pre if s["rule"] == "batch norm folded into its convolution"),
+           f"{by_kind} vs {rep['preprocessing']}")
     return rep, steps
 
 
@@ -254,6 +264,11 @@ if steps_r:
     check("replay elsewhere", ["replay", DEMO, "--report",
                                edited("elsewhere", lambda r2, flat: flat[0].update(where=["no-such-node"] * len(flat[0]["where"]))),
                                "-o", w("elsewhere.onnx")], 2, stderr_has=["step 1", "does not match there"])
+    if rep_r["rewrites"]["preprocessing"]:
+        def other_norm(r2, flat):
+            r2["rewrites"]["preprocessing"][0]["where"] = ["no-such-conv", "no-such-norm"]
+        check("replay with preprocessing it does not do", ["replay", DEMO, "--report", edited("bad_preprocessing", other_norm),
+                                                          "-o", w("bad_pre.onnx")], 2, stderr_has=["preprocessing listed"])
 with open(w("not_a_report.json"), "w") as f:
     f.write("rewrites: none\n")
 check("replay a file that is not a report", ["replay", DEMO, "--report", w("not_a_report.json"), "-o", w("x.onnx")], 2,

@@ -37,7 +37,10 @@ inline json derivation_json(const search::derivation& d) {
         }
         stages.push_back(j);
     }
+    json preprocessing = json::array();
+    for (const auto& s : d.preprocessing) preprocessing.push_back(step_json(s));
     return {{"preprocessed", d.preprocessed},
+            {"preprocessing", preprocessing},
             {"layouts", d.layouts},
             {"fold_weights", d.fold_weights},
             {"stages", stages},
@@ -82,6 +85,8 @@ inline search::derivation derivation_from_json(const json& j, const std::string&
     d.layouts = field<bool>(j, "layouts", where);
     d.fold_weights = field<bool>(j, "fold_weights", where);
     d.nhwc_undone = field<bool>(j, "nhwc_undone", where);
+    // Listed preprocessing is checked by replay against what preprocessing does.
+    if (j.contains("preprocessing")) d.preprocessing = detail::steps_from_json(j["preprocessing"], where + ", \"preprocessing\"");
     const json stages = field<json>(j, "stages", where);
     if (!stages.is_array()) throw input_error(where + ": \"stages\" is not an array");
     for (std::size_t i = 0; i < stages.size(); ++i) {

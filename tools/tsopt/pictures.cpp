@@ -103,6 +103,16 @@ std::string html_report(const html_report_input& in) {
         }
         h << "</p>\n";
     }
+    if (in.derivation && !in.derivation->preprocessing.empty()) {
+        h << "<h2>Weight preprocessing (" << in.derivation->preprocessing.size() << " steps)</h2>\n"
+             "<table><tr><th>#</th><th>what</th><th>where</th><th>cost before</th><th>after</th><th>delta</th></tr>\n";
+        std::size_t k = 0;
+        for (const auto& s : in.derivation->preprocessing)
+            h << "<tr><td>p" << ++k << "</td><td>" << html_escape(s.rule) << "</td><td>" << html_escape(joined(s.where))
+              << "</td><td>" << number(s.cost_before) << "</td><td>" << number(s.cost_after) << "</td><td>" << delta(s)
+              << "</td></tr>\n";
+        h << "</table>\n";
+    }
     const auto steps = in.derivation ? in.derivation->steps() : std::vector<const search::rewrite_step*>{};
     h << "<h2>Rewrites in the written model (" << steps.size() << ")</h2>\n";
     if (steps.empty()) h << "<p>None: the written model is the original" << (in.derivation && in.derivation->preprocessed ? " with weight preprocessing" : "") << ".</p>\n";

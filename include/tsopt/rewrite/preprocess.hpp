@@ -174,14 +174,16 @@ inline graph fold_constants(const graph& g) {
 // batchnorm(conv2d(x, W), scale, shift) with W, scale, shift constant, no
 // fused activation on the conv, and the conv read only by the batchnorm:
 // becomes conv2d(x, W * scale[co]) followed by ewadd with shift as a [C,1,1]
-// weight (omitted when shift is zero).
-inline graph fold_batchnorm(const graph& g) {
+// weight (omitted when shift is zero). `only`: fold the batchnorm of that
+// name alone. `folded`: receives (convolution, batchnorm) names per fold.
+inline graph fold_batchnorm(const graph& g, std::string_view only = {},
+                            std::vector<std::pair<std::string, std::string>>* folded = nullptr) {
     auto cons = g.consumers();
     graph ng = g;
     bool changed = false;
     for (std::size_t i = 0; i < g.size(); ++i) {
         const node& bn = g.nodes[i];
-        if (!bn.is_op(spec::op_kind::batchnorm)) continue;
+        if (!bn.is_op(spec::op_kind::batchnorm) || (!only.empty() && bn.name != only)) continue;
         value cv = bn.inputs[0];
         const node& conv = g.at(cv);
         if (!conv.is_op(spec::op_kind::conv2d) || conv.params[spec::conv2d_p::act] != 0) continue;
@@ -212,6 +214,7 @@ inline graph fold_batchnorm(const graph& g) {
                 if (v == value{static_cast<std::int32_t>(i), 0}) v = result;
         for (value& v : ng.outputs)
             if (v == value{static_cast<std::int32_t>(i), 0}) v = result;
+        if (folded) folded->emplace_back(conv.name, bn.name);
         changed = true;
     }
     return changed ? ng.compacted() : g;

@@ -44,6 +44,11 @@ namespace tsopt::search {
 // How a derivation names a step that was a layout move (rewrite::layout_moves),
 // not a rule.
 inline constexpr std::string_view layout_move_name = "layout move";
+// How it names what weight preprocessing did (rewrite::preprocess): the
+// operators on constants folded into weights (one step), and each batch
+// norm folded into its convolution (a step each).
+inline constexpr std::string_view constants_folded_name = "operators on constants folded into weights";
+inline constexpr std::string_view batchnorm_folded_name = "batch norm folded into its convolution";
 
 struct rewrite_step {
     std::string rule;                // the rule's name, or layout_move_name
@@ -86,6 +91,10 @@ inline std::string_view to_string(derivation_stage::kind k) {
 
 struct derivation {
     bool preprocessed = false;  // rewrite::preprocess first (batch norms and constant operators folded)
+    // What preprocessing did, as steps (constants_folded_name: where = the
+    // operators folded; batchnorm_folded_name: where = convolution, batch
+    // norm), each priced as if applied one after the other; filled by replay.
+    std::vector<rewrite_step> preprocessing;
     bool layouts = true;        // search steps enumerate layout variants and make conversions explicit
     bool fold_weights = true;   // search steps fold weight-only operators after each rewrite
     std::vector<derivation_stage> stages;
@@ -215,6 +224,33 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
     return std::move(*h);
 }
 
+// rewrite::preprocess, with what it did as steps (derivation::preprocessing).
+template <class Cost>
+graph preprocess_steps(const graph& original, rewrite::fold_cache& cache, Cost& model, std::vector<rewrite_step>& steps) {
+    steps.clear();
+    double cost = static_cast<double>(model.graph_cost(original));
+    graph folded = rewrite::fold_constants(original, cache);
+    {
+        const auto constant = original.constant_mask();
+        rewrite_step s{std::string(constants_folded_name), {}, 0, cost, 0};
+        for (std::size_t i = 0; i < original.size(); ++i)
+            if (constant[i] && original.nodes[i].kind == node_kind::op) s.where.push_back(original.nodes[i].name);
+        if (!s.where.empty()) {
+            s.cost_after = cost = static_cast<double>(model.graph_cost(folded));
+            steps.push_back(std::move(s));
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> norms;
+    graph result = rewrite::fold_batchnorm(folded, {}, &norms);
+    // Each fold priced on its own, one after the other (the graph itself
+    // is the one rewrite::preprocess makes, all folds at once).
+    for (const auto& [conv, bn] : norms) {
+        folded = rewrite::fold_batchnorm(folded, bn);
+        steps.push_back({std::string(batchnorm_folded_name), {conv, bn}, 0, cost, cost = static_cast<double>(model.graph_cost(folded))});
+    }
+    return result;
+}
+
 template <class Cost>
 graph replay_steps(graph g, std::vector<rewrite_step>& steps, std::size_t& counter,
                    const std::unordered_map<std::string_view, std::size_t>& by_name, std::span<const rewrite::rule> rules,
@@ -244,7 +280,21 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
     std::unordered_map<std::string_view, std::size_t> by_name;
     for (std::size_t i = 0; i < rules.size(); ++i) by_name.emplace(rules[i].name, i);
     rewrite::fold_cache cache;
-    graph g = d.preprocessed ? rewrite::preprocess(original, cache) : original;
+    graph g = original;
+    if (d.preprocessed) {
+        // The preprocessing listed, if it is, must be what preprocessing does.
+        std::vector<rewrite_step> done;
+        g = detail::preprocess_steps(original, cache, model, done);
+        if (!d.preprocessing.empty()) {
+            bool same = done.size() == d.preprocessing.size();
+            for (std::size_t i = 0; same && i < done.size(); ++i)
+                same = done[i].rule == d.preprocessing[i].rule && done[i].where == d.preprocessing[i].where;
+            if (!same)
+                throw error("replay: the preprocessing listed (" + std::to_string(d.preprocessing.size()) +
+                            " steps) is not what weight preprocessing does to this graph (" + std::to_string(done.size()) + " steps)");
+        }
+        d.preprocessing = std::move(done);
+    }
     std::size_t counter = 0;
     for (std::size_t si = 0; si < d.stages.size(); ++si) {
         auto& st = d.stages[si];
