@@ -5,6 +5,8 @@ generated automatically and proven correct by Z3.
     optimized = tsopt.optimize("model.onnx", budget=10)            # onnx.ModelProto
     optimized, report = tsopt.optimize(model, report=True)         # + the JSON report as a dict
     tsopt.rules()                                                  # the proven rules built in
+    again = tsopt.replay("model.onnx", report)                     # the optimized model, rebuilt from
+                                                                   # the report's list of rewrites
 
 `optimize` runs what `tsopt optimize` runs (docs/cli.md), in this process:
 the search, the choice among the best candidates timed on the backend,
@@ -22,7 +24,7 @@ from typing import Any, NamedTuple
 from . import _tsopt
 
 __version__: str = _tsopt.version
-__all__ = ["optimize", "inspect", "rules", "Rule", "Error", "__version__"]
+__all__ = ["optimize", "replay", "inspect", "rules", "Rule", "Error", "__version__"]
 
 
 class Error(RuntimeError):
@@ -107,6 +109,27 @@ def optimize(model: Any, *, budget: float = 60.0, backend: str = "cpu", alpha: f
         if report:
             return result, json.loads(rep.read_text())
         return result
+
+
+def replay(model: Any, report: dict | str | os.PathLike, *, rules: str | os.PathLike = "generated",
+           batch: int | None = None, dims: dict[str, int] | None = None):
+    """Rebuilds an optimized model from the original and the rewrites its
+    report lists (report["rewrites"]: each rule, the operators it matched,
+    its cost), as `tsopt replay` does, and returns it as an onnx.ModelProto:
+    the model optimize wrote. `rules`, `batch` and `dims` as given to optimize.
+    """
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="tsopt-") as d:
+        tmp = pathlib.Path(d)
+        if isinstance(report, dict):
+            path = tmp / "report.json"
+            path.write_text(json.dumps(report))
+            report = path
+        out = tmp / "replayed.onnx"
+        _run(["replay", _model_path(model, tmp), "--report", os.fspath(report), "-o", out, "--rules", os.fspath(rules),
+              *_import_options(batch, dims)])
+        return onnx.load_model_from_string(out.read_bytes())
 
 
 def inspect(model: Any, *, batch: int | None = None, dims: dict[str, int] | None = None) -> str:

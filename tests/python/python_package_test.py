@@ -69,6 +69,9 @@ assert isinstance(model, onnx.ModelProto), type(model)
 onnx.checker.check_model(model, full_check=True)
 assert report["input"] == demo, report["input"]
 assert report["verification"]["equal"] is True, report["verification"]
+assert report["rewrites"]["count"] > 0, report["rewrites"]
+rebuilt = tsopt.replay(demo, report)   # the report's rewrites rebuild what optimize returned
+assert rebuilt.SerializeToString() == model.SerializeToString(), "tsopt.replay rebuilt another model"
 again = tsopt.optimize(onnx.load(demo), budget=1, backend="analytic")   # a ModelProto in
 assert [i.name for i in again.graph.input] == [i.name for i in onnx.load(demo).graph.input]
 rules = tsopt.rules()
@@ -85,4 +88,4 @@ print(p.stdout)
 if p.returncode != 0:
     print("FAIL: the package's API checks failed")
     sys.exit(1)
-print("ok: tsopt.optimize (path and ModelProto), the report dict, tsopt.rules(), tsopt.Error")
+print("ok: tsopt.optimize (path and ModelProto), the report dict, tsopt.replay, tsopt.rules(), tsopt.Error")
