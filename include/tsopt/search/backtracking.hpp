@@ -164,14 +164,18 @@ public:
         // How each graph was made: from which, by which rule (index; -1
         // start, -2 layout move) at which match (its nodes in the parent),
         // taking which of the application's results. Ids, not names: the
-        // names are read only along the derivations asked for (rebuilt at the end).
+        // names are read only along the derivations asked for (rebuilt at
+        // the end). The ids of all matches share one array (`matched`): a
+        // step costs 24 bytes plus its ids, not a vector of its own.
         struct step {
             std::int64_t parent;
             int rule;
             std::uint32_t variant;
-            std::vector<std::int32_t> at;
+            std::uint64_t at;  // the match's ids: matched[at, at + size)
+            std::uint32_t size;
         };
-        std::vector<step> history{{-1, -1, 0, {}}};
+        std::vector<step> history{{-1, -1, 0, 0, 0}};
+        std::vector<std::int32_t> matched;
         struct cand { graph g; std::int64_t hist; };
         std::vector<cand> pool;  // queued graphs by slot (moved out when expanded)
         using key = std::tuple<double, std::uint64_t, std::size_t>;  // cost, random tie-break, slot
@@ -241,7 +245,9 @@ public:
             std::uint64_t h = g.structural_hash();
             if (!seen.insert(h).second) { ++res.rep.dedup_hits; return; }
             double c = price(g);
-            history.push_back({parent, rule_idx, static_cast<std::uint32_t>(variant), at});
+            history.push_back({parent, rule_idx, static_cast<std::uint32_t>(variant), matched.size(),
+                               static_cast<std::uint32_t>(at.size())});
+            matched.insert(matched.end(), at.begin(), at.end());
             auto hist = static_cast<std::int64_t>(history.size() - 1);
             offer_top(c, h, g, hist);
             if (c < best_cost) {
@@ -353,12 +359,13 @@ public:
                     const rewrite::rule& r = rules_[static_cast<std::size_t>(s.rule)];
                     rs.rule = std::string(r.name);
                     rewrite::graph_index ix(g);
-                    const std::int32_t anchor = s.at.back();
+                    const std::span<const std::int32_t> at(matched.data() + s.at, s.size);
+                    const std::int32_t anchor = at.back();
                     std::optional<rewrite::match> m;
                     rewrite::for_each_match(
                         ix, r,
                         [&](const rewrite::match& x) {
-                            if (x.nodes != s.at) return true;
+                            if (!std::ranges::equal(x.nodes, at)) return true;
                             m = x;
                             return false;
                         },
