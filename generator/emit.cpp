@@ -140,6 +140,16 @@ void node_init(std::ostream& s, const spec::pattern_node& n) {
     }
     s << "}}}";
 }
+// A string_view initializer with its length spelled out: the constructor
+// from a bare literal measures it with char_traits::length during constant
+// evaluation, and over N=4's 9,058 rules those character loops alone pass
+// GCC's -fconstexpr-ops-limit (the table failed to compile). The texts are
+// written between quotes as they are, so a quote or backslash is refused.
+std::string literal(std::string_view text) {
+    if (text.find_first_of("\"\\\n") != std::string_view::npos)
+        throw error("generator: '" + std::string(text) + "' cannot be written as a plain string literal");
+    return "std::string_view{\"" + std::string(text) + "\", " + std::to_string(text.size()) + "}";
+}
 }  // namespace
 
 bool valid_namespace(std::string_view ns) {
@@ -212,14 +222,14 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
     std::vector<std::string> provs;
     for (auto& r : rules)
         if (std::find(provs.begin(), provs.end(), r.provenance) == provs.end()) provs.push_back(r.provenance);
-    for (std::size_t i = 0; i < provs.size(); ++i) s << "inline constexpr std::string_view prov" << i << " = \"" << provs[i] << "\";\n";
+    for (std::size_t i = 0; i < provs.size(); ++i) s << "inline constexpr std::string_view prov" << i << " = " << literal(provs[i]) << ";\n";
     s << "}  // namespace generated_detail\n\n";
     s << "inline constexpr std::array<rewrite::rule, " << rules.size() << "> generated_rules{{\n";
     for (std::size_t i = 0; i < rules.size(); ++i) {
         const auto& r = rules[i].r;
         auto pi = std::find(provs.begin(), provs.end(), rules[i].provenance) - provs.begin();
         s << "    // " << r.text << "\n";
-        s << "    {\"" << r.name << "\", \"" << r.text << "\", generated_detail::prov" << pi << ", "
+        s << "    {" << literal(r.name) << ", " << literal(r.text) << ", generated_detail::prov" << pi << ", "
           << "{generated_detail::nodes + " << src_off[i] << ", " << r.src.size() << "}, ";
         if (r.dst.empty()) s << "{}, ";
         else s << "{generated_detail::nodes + " << dst_off[i] << ", " << r.dst.size() << "}, ";
