@@ -149,8 +149,25 @@ optimize_options search_options(const settings& s, double timing_s = 0) {
     optimize_options o{.alpha = s.alpha, .budget = std::chrono::duration<double>(left), .max_expansions = s.expansions,
                        .seed = s.seed, .top_k = s.top_k};
     o.max_constant_bytes = s.max_constant_bytes;
+    // The written candidate's derivation alone is replayed, after the
+    // timing (written_rewrites): replaying every candidate's inside
+    // optimize would take from --budget's timing.
+    o.replay_derivations = false;
     return o;
 }
+
+// A cost model from outcome::node_cost (the one that priced the search):
+// the graph's cost is the sum of its operators'.
+struct node_cost_sum {
+    const std::function<double(const graph&, std::size_t, const std::vector<bool>&)>* cost;
+    double operator_cost(const graph& g, std::size_t i) { return (*cost)(g, i, g.constant_mask()); }
+    double graph_cost(const graph& g) {
+        const auto constant = g.constant_mask();
+        double sum = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) sum += (*cost)(g, i, constant);
+        return sum;
+    }
+};
 
 // The optimizer's best and its top-k, distinct and different from the original.
 std::vector<graph> candidates_of(const graph& original, const optimize_result& r) {
@@ -465,8 +482,19 @@ int optimize_command(int argc, char** argv, int first) {
     if (!derivation) throw std::logic_error("the chosen candidate is neither the optimizer's result nor one of its top-k");
     const std::map<std::string, int>& uses = *derivation;
     static const search::derivation no_rewrites;
-    const search::derivation* rewrites = kept_original ? &no_rewrites : o.result.derivation_of(o.chosen);
-    if (!rewrites) throw std::logic_error("the chosen candidate has no derivation");
+    const search::derivation* chosen_rewrites = kept_original ? &no_rewrites : o.result.derivation_of(o.chosen);
+    if (!chosen_rewrites) throw std::logic_error("the chosen candidate has no derivation");
+    // Replayed from the original with the cost model that chose it: every
+    // step's cost filled in, and the check that the list rebuilds exactly
+    // the graph written.
+    search::derivation written_rewrites = *chosen_rewrites;
+    if (!written_rewrites.empty() && written_rewrites.replayable()) {
+        node_cost_sum priced{&o.node_cost};
+        const graph again = search::replay(g, written_rewrites, rules.rules(), priced);
+        if (again.hash_of_outputs(graph::weights_by::content) != o.chosen.hash_of_outputs(graph::weights_by::content))
+            throw std::logic_error("the written graph's derivation, replayed, does not rebuild it");
+    }
+    const search::derivation* rewrites = &written_rewrites;
     const std::map<std::string, int>& preprocessing = kept_original ? no_uses : rep.preprocessing;
 
     if (agree) write_file(s.out, bytes, "the optimized model");
