@@ -427,4 +427,14 @@ private:
     }
 };
 
+// `base`, else the first of base#2, base#3, ... that `taken` does not
+// refuse: rewrites name every operator they make apart from all others, as
+// derivations (search/derivation.hpp) locate operators by name.
+template <class Taken>
+std::string unused_name(const std::string& base, Taken&& taken) {
+    if (!taken(base)) return base;
+    for (int k = 2;; ++k)
+        if (std::string alt = base + "#" + std::to_string(k); !taken(alt)) return alt;
+}
+
 }  // namespace tsopt

@@ -277,21 +277,14 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
                 if (s == l) tn.out_layout = l;
         }
     }
-    // A new operator gets a name no other operator keeps: derivations
-    // (search/derivation.hpp) locate a rewrite by the names it matched.
+    // A new operator gets a name no operator that stays keeps.
     for (auto id : b.fresh) {
         node& fn = ng.nodes[static_cast<std::size_t>(id)];
-        auto taken = [&](const std::string& name) {
+        fn.name = unused_name(fn.name, [&](const std::string& name) {
             for (std::size_t j = 0; j < ng.size(); ++j)
                 if (j != static_cast<std::size_t>(id) && !(j < g.size() && matched[j]) && ng.nodes[j].name == name) return true;
             return false;
-        };
-        if (!taken(fn.name)) continue;
-        for (int k = 2;; ++k)
-            if (std::string alt = fn.name + "#" + std::to_string(k); !taken(alt)) {
-                fn.name = std::move(alt);
-                break;
-            }
+        });
     }
     auto redirect = [&](value& v) {
         for (auto& [from, to] : repl)

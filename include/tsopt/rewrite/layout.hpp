@@ -117,14 +117,11 @@ inline graph explicit_conversions(graph g) {
     auto convert = [&](value v, bool to_nhwc) {
         auto key = std::make_pair(std::make_pair(v.node, v.output), to_nhwc);
         if (auto it = made.find(key); it != made.end()) return it->second;
-        // Named apart from any reorder of an earlier conversion still in g:
-        // derivations locate operators by name.
-        std::string name = g.at(v).name + (to_nhwc ? "/to_nhwc" : "/to_nchw");
+        // Named apart from any reorder of an earlier conversion still in g.
         auto taken = [&g](const std::string& x) {
             return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const node& n) { return n.name == x; });
         };
-        for (int k = 2; taken(name); ++k) name = g.at(v).name + (to_nhwc ? "/to_nhwc#" : "/to_nchw#") + std::to_string(k);
-        value r = g.add1(spec::op_kind::reorder, {}, {v}, std::move(name));
+        value r = g.add1(spec::op_kind::reorder, {}, {v}, unused_name(g.at(v).name + (to_nhwc ? "/to_nhwc" : "/to_nchw"), taken));
         g.nodes[static_cast<std::size_t>(r.node)].out_layout = to_nhwc ? spec::layout::nhwc : spec::layout::nchw;
         return made[key] = r;
     };
