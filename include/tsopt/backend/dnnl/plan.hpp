@@ -73,8 +73,8 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // changes what an operator costs, so older measurements are not reused
 // (2: contiguous split parts became views; 3: concat by memcpy, or in the
 // layout its convolution inputs share; 4: oneDNN 3.2, a convolution's
-// per-channel add as its bias).
-inline constexpr int lowering_revision = 4;
+// per-channel add as its bias; 5: 3x3 convolutions by Winograd).
+inline constexpr int lowering_revision = 5;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -261,6 +261,11 @@ struct shared_conversions {
     }
 };
 
+// Choices of how operators are lowered (dnnl::options carries them).
+struct lowering_options {
+    bool winograd = true;  // 3x3 stride-1 convolutions by Winograd where they qualify (winograd.hpp)
+};
+
 class lowering;
 // A native lowering of an opaque operator type (backend::dnnl::
 // opaque_lowerings, e.g. the ONNX ones of onnx_ops.hpp): false, or throwing
@@ -297,11 +302,12 @@ public:
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
     std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
     shared_conversions* shared = nullptr;  // the backend's, when it has one
+    lowering_options options;
 
     lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat, const opaque_eltwise_map& elt,
-             shared_conversions* sh = nullptr)
+             shared_conversions* sh = nullptr, lowering_options o = {})
         : p(pl), g(gr), opaque(op), native(nat), elementwise(elt), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
-          consumers(gr.consumers()), absorbed(gr.size(), false), shared(sh) {}
+          consumers(gr.consumers()), absorbed(gr.size(), false), shared(sh), options(o) {}
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
     void absorb(std::size_t n, std::size_t into, const tref& r) {
@@ -462,6 +468,34 @@ public:
         add<dn::reorder>(node, pd, {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, out}}, "reorder", true);
         conversions_.push_back({r, out});
         return out;
+    }
+    // A constant computed from `source` (Winograd's transformed weights):
+    // `fill` writes it row-major with extents `plain`, then it is reordered
+    // to `to` now. Shared by the plans of one backend like converted
+    // weights, keyed by the source tensor and (plain, to).
+    tref derived_constant(const std::shared_ptr<const tensor<float>>& source, const dn::memory::desc& plain,
+                          const dn::memory::desc& to, const std::function<void(float*)>& fill) {
+        buffer b;
+        b.persistent = true;
+        b.bytes = to.get_size();
+        if (shared) b.own = shared->find(source, 0, plain, to);
+        if (b.own) ++p.stats.shared_conversions;
+        else {
+            std::vector<float> rows(static_cast<std::size_t>(elements(plain.get_dims())));
+            fill(rows.data());
+            b.own = std::make_shared<std::vector<float>>((to.get_size() + sizeof(float) - 1) / sizeof(float), 0.f);
+            dn::reorder::primitive_desc pd(p.eng, plain, p.eng, to, attr());
+            std::vector<std::byte> scratch(pd.scratchpad_desc().get_size() + 64);
+            std::unordered_map<int, dn::memory> args{{DNNL_ARG_FROM, dn::memory(plain, p.eng, rows.data())},
+                                                     {DNNL_ARG_TO, dn::memory(to, p.eng, b.own->data())}};
+            if (pd.scratchpad_desc().get_size())
+                args.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(pd.scratchpad_desc(), p.eng, scratch.data()));
+            dn::reorder(pd).execute(p.strm, args);
+            p.strm.wait();
+            if (shared) shared->add(source, 0, plain, to, b.own);
+        }
+        p.bufs.push_back(std::move(b));
+        return {static_cast<int>(p.bufs.size() - 1), to};
     }
     // `r` as row-major data viewed with extents `d` (same element count).
     tref plain(const tref& r, const dims& d, std::size_t node) {

@@ -1,0 +1,120 @@
+#pragma once
+// The operators after a convolution that run inside it: its post-ops
+// (conv2d.hpp) or the epilogue of its Winograd output transform
+// (winograd.hpp).
+//
+// The single-reader chain after a convolution of per-channel constant adds /
+// multiplies ([C,1,1] or [1,C,1,1], e.g. the bias batchnorm folding leaves),
+// relu / sigmoid / tanh, opaque operators that are one eltwise (ONNX Clip,
+// HardSwish: lowering::eltwise_of), and one add of a full-size tensor computed earlier
+// (a residual, or the other branch of a sum) runs as the convolution's
+// post-ops: one primitive instead of a pass over the whole tensor per
+// operator. The full-size add is oneDNN's sum post-op: the convolution
+// accumulates into that tensor's buffer, so it is taken only where nothing
+// else reads the buffer. (Separately, a broadcast add on the convolution's
+// blocked output only finds oneDNN's reference kernel, which is two orders of
+// magnitude slower.)
+#include "tsopt/backend/dnnl/plan.hpp"
+
+namespace tsopt::backend::dnnl_impl {
+
+struct post_chain {
+    enum class kind { eltwise, binary, sum };
+    std::vector<std::size_t> nodes;                     // absorbed, in order
+    std::vector<std::pair<dn::algorithm, tref>> ops;    // per node: eltwise alg, binary alg + operand, or the sum's operand
+    std::vector<kind> kinds;
+    std::vector<std::pair<float, float>> eltwise_ab;    // per node: an eltwise's alpha, beta
+
+    std::optional<std::size_t> sum() const {
+        for (std::size_t k = 0; k < kinds.size(); ++k)
+            if (kinds[k] == kind::sum) return k;
+        return std::nullopt;
+    }
+    void truncate(std::size_t k) {
+        nodes.resize(k);
+        ops.resize(k);
+        kinds.resize(k);
+        eltwise_ab.resize(k);
+    }
+};
+
+// Whether value `v` (read by the ewadd `reader`) may be overwritten by a sum
+// post-op: its readers other than the add ran before (a residual branch's
+// input, which the block's first convolution read). Consecutive identity
+// blocks then accumulate into one buffer, block after block.
+inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) {
+    const auto n = static_cast<std::size_t>(v.node);
+    if (L.at(n).kind != node_kind::op || L.constant[n]) return false;
+    const auto& outs = L.vals[n];
+    if (static_cast<std::size_t>(v.output) >= outs.size()) return false;
+    const tref& r = outs[static_cast<std::size_t>(v.output)];
+    if (r.buf < 0 || r.offset != 0 || L.persistent(r)) return false;
+    // Dead once the add has read it: every value in the buffer (v, the other
+    // outputs of its node, the stages of v's fused primitive, an earlier
+    // value accumulated into it) computed by an operator, not a graph output,
+    // and read by nothing that is still to be lowered.
+    for (std::size_t k = 0; k < L.vals.size(); ++k) {
+        if (std::none_of(L.vals[k].begin(), L.vals[k].end(), [&](const tref& t) { return t.buf == r.buf; })) continue;
+        if (L.at(k).kind != node_kind::op || L.is_graph_output(k)) return false;
+        for (const auto& [c32, slot] : L.consumers[k]) {
+            const auto c = static_cast<std::size_t>(c32);
+            if (c != reader && L.vals[c].empty() && !L.absorbed[c]) return false;
+        }
+    }
+    return true;
+}
+
+// The operators after node i (C output channels) that can run as its post-ops;
+// `binary`: per-channel adds / multiplies too (not on grouped convolutions:
+// oneDNN 2.6 ran a 4-channel-per-group conv with a per-channel binary
+// post-op 20x slower than without, under the same kernel name); `bias`: a
+// per-channel add right after the convolution, which it takes as its bias
+// (not a post-op, so grouped convolutions too).
+inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary, bool bias) {
+    post_chain c;
+    std::size_t cur = i;
+    const shape& out = L.at(i).shapes[0];
+    while (L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur) && L.consumers[cur].size() == 1) {
+        const auto [nx32, slot] = L.consumers[cur][0];
+        const std::size_t nx = static_cast<std::size_t>(nx32);
+        const node& n = L.at(nx);
+        if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.out_layout != L.at(i).out_layout || n.shapes[0] != out) break;
+        std::pair<float, float> ab{0.f, 0.f};
+        if (n.kind == node_kind::opaque) {
+            auto form = slot == 0 ? L.eltwise_of(nx) : std::nullopt;
+            if (!form) break;
+            c.ops.push_back({form->alg, tref{}});
+            c.kinds.push_back(post_chain::kind::eltwise);
+            ab = {form->alpha, form->beta};
+        } else if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
+            const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
+            c.ops.push_back({*act_algorithm(act), tref{}});
+            c.kinds.push_back(post_chain::kind::eltwise);
+        } else if ((binary || (bias && c.nodes.empty() && n.is_op(spec::op_kind::ewadd))) &&
+                   (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
+                   n.inputs[0] != n.inputs[1]) {
+            const int other = slot == 0 ? 1 : 0;
+            if (!L.lowered(nx, other)) break;
+            if (binary && n.is_op(spec::op_kind::ewadd) && L.in_shape(nx, other) == out && !c.sum() &&
+                can_accumulate_into(L, n.inputs[static_cast<std::size_t>(other)], nx)) {
+                c.ops.push_back({dn::algorithm::undef, L.in(nx, other)});
+                c.kinds.push_back(post_chain::kind::sum);
+            } else {
+                if (!L.is_const(nx, other)) break;
+                const dims od = pad_front(L.in_dims(nx, other), 4);
+                if (L.in_shape(nx, other).rank > 4 || od != dims{1, C, 1, 1}) break;
+                tref b = L.plain(L.in(nx, other), od, nx);
+                if (!L.persistent(b)) break;
+                c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
+                c.kinds.push_back(post_chain::kind::binary);
+            }
+        } else
+            break;
+        c.nodes.push_back(nx);
+        c.eltwise_ab.push_back(ab);
+        cur = nx;
+    }
+    return c;
+}
+
+}  // namespace tsopt::backend::dnnl_impl

@@ -1,0 +1,441 @@
+#pragma once
+// 3x3 stride-1 convolutions by Winograd's minimal filtering (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks", 2016): F(4x4, 3x3)
+// multiplies 36 times per 4x4 output tile where the direct method multiplies
+// 144 times, F(2x2, 3x3) 16 times per 2x2 tile instead of 36. oneDNN 3.2
+// has no f32 Winograd on AVX2 or AVX-512 without AMX, so tsopt does it:
+//
+//   V[xi][tile][c] = (B^T d B)[xi]       input transform, custom step
+//   M[xi] = V[xi] x U[xi]                one batched oneDNN matmul, [A*A] x [T x C] x [C x K]
+//   y = A^T M A + bias, activation       output transform, custom step
+//
+// with U = G g G^T computed once from the constant weights (shared between
+// the plans of one backend, as converted weights are). Input and output
+// stay in the blocked layout (nChw8c / nChw16c) oneDNN's direct convolution
+// uses on this CPU, so no reorder separates a Winograd convolution from its
+// neighbours; the transforms work on one channel block (a SIMD register of
+// 8 or 16 floats) at a time, compiled for AVX2 or AVX-512 and picked at run
+// time. The output transform applies the per-channel adds / multiplies and
+// the ReLU / clip after the convolution (the post-ops oneDNN would run).
+//
+// Which convolutions: 3x3, stride 1, dilation 1, one group, "same" padding,
+// constant weights, enough channels (enough_channels: with few, the
+// transforms' memory traffic outweighs the saved multiplies), a blocked or
+// channels-last layout. F(4x4, 3x3) where the output has at least 9 tiles of 4x4 per
+// image, F(2x2, 3x3) where it has 16 tiles of 2x2, else the direct
+// convolution: on a 7x7 output (ResNet-50's last stage) the 4x4 tiles leave
+// the matmul 4 rows. Measured per layer: bench/winograd_layers.cpp,
+// docs/benchmarks.md. The results differ from the direct method's by
+// rounding (relative 1e-5 for F(4x4, 3x3), 1e-6 for F(2x2, 3x3) on random
+// data); dnnl::options::winograd = false turns it off.
+#include <cstring>
+#include <functional>
+
+#include "tsopt/backend/dnnl/post_chain.hpp"
+
+namespace tsopt::backend::dnnl_impl::winograd {
+
+// The transform matrices of F(m x m, 3 x 3), tile size a = m + 2.
+template <int M>
+struct matrices;
+template <>
+struct matrices<2> {
+    static constexpr int a = 4;
+    static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    static constexpr float G[4][3] = {{1, 0, 0}, {.5f, .5f, .5f}, {.5f, -.5f, .5f}, {0, 0, 1}};
+    static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+template <>
+struct matrices<4> {
+    static constexpr int a = 6;
+    static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                       {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+    static constexpr float G[6][3] = {{1.f / 4, 0, 0},
+                                      {-1.f / 6, -1.f / 6, -1.f / 6},
+                                      {-1.f / 6, 1.f / 6, -1.f / 6},
+                                      {1.f / 24, 1.f / 12, 1.f / 6},
+                                      {1.f / 24, -1.f / 12, 1.f / 6},
+                                      {0, 0, 1}};
+    static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+// Where element (n, channel block, y, x) of an activation starts, in floats;
+// the block's channels follow it contiguously. Blocked nChwBc and
+// channel-last nhwc are both such layouts.
+struct strides {
+    std::int64_t n = 0, block = 0, y = 0, x = 0;
+    std::int64_t at(std::int64_t in, std::int64_t ib, std::int64_t iy, std::int64_t ix) const {
+        return in * n + ib * block + iy * y + ix * x;
+    }
+    // nChwBc (blocked) or nhwc (channels last) of an N x C x H x W tensor.
+    static strides of(bool channels_last, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t B) {
+        if (channels_last) return {H * W * C, B, W * C, C};
+        return {C / B * H * W * B, H * W * B, W * B, B};
+    }
+};
+
+// Extents of one Winograd convolution (padding 1 on every side, so the
+// output is H x W).
+struct geometry {
+    std::int64_t N = 1, C = 0, K = 0, H = 0, W = 0;
+    std::int64_t th = 0, tw = 0;  // tiles per column / row of one image
+    strides in{}, out{};
+    std::int64_t tiles() const { return N * th * tw; }
+};
+
+// What the output transform applies after A^T M A, in order.
+struct epilogue_op {
+    enum class kind { add, mul, relu, clip } k;
+    int operand = -1;        // add / mul: index into the step's per-channel inputs
+    float alpha = 0, beta = 0;  // relu: negative slope; clip: bounds
+};
+
+// One channel block: a SIMD register where the target has one. (A typedef
+// in a class template: GCC drops vector_size on an alias template.)
+template <int B>
+struct lanes_of {
+    typedef float type __attribute__((vector_size(B * sizeof(float))));
+};
+template <int B>
+using lanes = typename lanes_of<B>::type;
+static_assert(sizeof(lanes<16>) == 16 * sizeof(float));
+
+// (By reference: a vector passed or returned by value would have another
+// ABI in each of the targets below.)
+template <int B>
+[[gnu::always_inline]] inline void load(lanes<B>& v, const float* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+template <int B>
+[[gnu::always_inline]] inline void store(float* p, const lanes<B>& v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// Input transform of tiles [t0, t1) of channel block cb: x in g.in's
+// layout, V is [a*a][tiles][C].
+template <int M, int B>
+[[gnu::always_inline]] inline void input_body(const float* x, float* V, const geometry& g, std::int64_t cb, std::int64_t t0,
+                                              std::int64_t t1) {
+    using W = matrices<M>;
+    constexpr int a = W::a;
+    const std::int64_t T = g.tiles(), per_image = g.th * g.tw;
+    for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t n = t / per_image, ty = t % per_image / g.tw, tx = t % g.tw;
+        lanes<B> d[a][a], tmp[a][a];
+        for (int i = 0; i < a; ++i)
+            for (int j = 0; j < a; ++j) {
+                const std::int64_t y = ty * M + i - 1, xx = tx * M + j - 1;
+                if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) d[i][j] = lanes<B>{};
+                else load<B>(d[i][j], x + g.in.at(n, cb, y, xx));
+            }
+        for (int i = 0; i < a; ++i)
+            for (int j = 0; j < a; ++j) {
+                lanes<B> acc{};
+                for (int k = 0; k < a; ++k)
+                    if (W::BT[i][k] != 0) acc += W::BT[i][k] * d[k][j];
+                tmp[i][j] = acc;
+            }
+        for (int i = 0; i < a; ++i)
+            for (int j = 0; j < a; ++j) {
+                lanes<B> acc{};
+                for (int k = 0; k < a; ++k)
+                    if (W::BT[j][k] != 0) acc += W::BT[j][k] * tmp[i][k];
+                store<B>(V + ((i * a + j) * T + t) * g.C + cb * B, acc);
+            }
+    }
+}
+
+// Output transform of tiles [t0, t1) of output channel block kb: Mx is
+// [a*a][tiles][K], y in g.out's layout; `channel` holds the per-channel
+// operands.
+template <int M, int B>
+[[gnu::always_inline]] inline void output_body(const float* Mx, float* y, const geometry& g, std::int64_t kb, std::int64_t t0,
+                                               std::int64_t t1, std::span<const epilogue_op> ep,
+                                               std::span<const float* const> channel) {
+    using W = matrices<M>;
+    constexpr int a = W::a;
+    const std::int64_t T = g.tiles(), per_image = g.th * g.tw;
+    for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t n = t / per_image, ty = t % per_image / g.tw, tx = t % g.tw;
+        lanes<B> m[a][a], tmp[M][a];
+        for (int i = 0; i < a; ++i)
+            for (int j = 0; j < a; ++j) load<B>(m[i][j], Mx + ((i * a + j) * T + t) * g.K + kb * B);
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < a; ++j) {
+                lanes<B> acc{};
+                for (int k = 0; k < a; ++k)
+                    if (W::AT[i][k] != 0) acc += W::AT[i][k] * m[k][j];
+                tmp[i][j] = acc;
+            }
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < M; ++j) {
+                const std::int64_t oy = ty * M + i, ox = tx * M + j;
+                if (oy >= g.H || ox >= g.W) continue;
+                lanes<B> acc{};
+                for (int k = 0; k < a; ++k)
+                    if (W::AT[j][k] != 0) acc += W::AT[j][k] * tmp[i][k];
+                lanes<B> operand;
+                for (const epilogue_op& e : ep) switch (e.k) {
+                        case epilogue_op::kind::add:
+                            load<B>(operand, channel[static_cast<std::size_t>(e.operand)] + kb * B);
+                            acc += operand;
+                            break;
+                        case epilogue_op::kind::mul:
+                            load<B>(operand, channel[static_cast<std::size_t>(e.operand)] + kb * B);
+                            acc *= operand;
+                            break;
+                        case epilogue_op::kind::relu: {
+                            const lanes<B> zero{};
+                            acc = acc > zero ? acc : acc * e.alpha;
+                            break;
+                        }
+                        case epilogue_op::kind::clip: {
+                            const lanes<B> lo = lanes<B>{} + e.alpha, hi = lanes<B>{} + e.beta;
+                            acc = acc < lo ? lo : acc;
+                            acc = acc > hi ? hi : acc;
+                            break;
+                        }
+                    }
+                store<B>(y + g.out.at(n, kb, oy, ox), acc);
+            }
+    }
+}
+
+using input_kernel = void (*)(const float*, float*, const geometry&, std::int64_t, std::int64_t, std::int64_t);
+using output_kernel = void (*)(const float*, float*, const geometry&, std::int64_t, std::int64_t, std::int64_t,
+                               std::span<const epilogue_op>, std::span<const float* const>);
+
+// Each kernel compiled three times: for AVX-512, for AVX2 with FMA, and for
+// the baseline the program is built for; kernels<M, B>() picks by the CPU.
+template <int M, int B>
+[[gnu::target("avx512f")]] void input_avx512(const float* x, float* V, const geometry& g, std::int64_t cb, std::int64_t t0,
+                                             std::int64_t t1) {
+    input_body<M, B>(x, V, g, cb, t0, t1);
+}
+template <int M, int B>
+[[gnu::target("avx2,fma")]] void input_avx2(const float* x, float* V, const geometry& g, std::int64_t cb, std::int64_t t0,
+                                            std::int64_t t1) {
+    input_body<M, B>(x, V, g, cb, t0, t1);
+}
+template <int M, int B>
+void input_baseline(const float* x, float* V, const geometry& g, std::int64_t cb, std::int64_t t0, std::int64_t t1) {
+    input_body<M, B>(x, V, g, cb, t0, t1);
+}
+template <int M, int B>
+[[gnu::target("avx512f")]] void output_avx512(const float* Mx, float* y, const geometry& g, std::int64_t kb, std::int64_t t0,
+                                              std::int64_t t1, std::span<const epilogue_op> ep,
+                                              std::span<const float* const> channel) {
+    output_body<M, B>(Mx, y, g, kb, t0, t1, ep, channel);
+}
+template <int M, int B>
+[[gnu::target("avx2,fma")]] void output_avx2(const float* Mx, float* y, const geometry& g, std::int64_t kb, std::int64_t t0,
+                                             std::int64_t t1, std::span<const epilogue_op> ep,
+                                             std::span<const float* const> channel) {
+    output_body<M, B>(Mx, y, g, kb, t0, t1, ep, channel);
+}
+template <int M, int B>
+void output_baseline(const float* Mx, float* y, const geometry& g, std::int64_t kb, std::int64_t t0, std::int64_t t1,
+                     std::span<const epilogue_op> ep, std::span<const float* const> channel) {
+    output_body<M, B>(Mx, y, g, kb, t0, t1, ep, channel);
+}
+
+inline bool wide_vectors() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+template <int M, int B>
+std::pair<input_kernel, output_kernel> kernels() {
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx512f")) return {&input_avx512<M, B>, &output_avx512<M, B>};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {&input_avx2<M, B>, &output_avx2<M, B>};
+#endif
+    return {&input_baseline<M, B>, &output_baseline<M, B>};
+}
+
+// Runs f(block, t0, t1) over every (channel block, tile range) pair, on the
+// OpenMP threads oneDNN runs on (the same runtime, libgomp) where the
+// program is built with OpenMP, else on this thread.
+template <class F>
+void for_blocks(std::int64_t blocks, std::int64_t tiles, F&& f) {
+    constexpr std::int64_t chunk = 8;  // tiles per task: a few KB of output each
+    const std::int64_t per_block = (tiles + chunk - 1) / chunk, tasks = blocks * per_block;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t k = 0; k < tasks; ++k) {
+        const std::int64_t b = k / per_block, t0 = k % per_block * chunk;
+        f(b, t0, std::min(tiles, t0 + chunk));
+    }
+}
+
+// U[xi][c][k] = (G g G^T)[xi] of weights w [K, C, 3, 3] (row-major).
+template <int M>
+void transform_weights(const float* w, std::int64_t K, std::int64_t C, float* U) {
+    using W = matrices<M>;
+    constexpr int a = W::a;
+    for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t c = 0; c < C; ++c) {
+            const float* g = w + (k * C + c) * 9;
+            float tmp[a][3];
+            for (int i = 0; i < a; ++i)
+                for (int j = 0; j < 3; ++j) {
+                    float s = 0;
+                    for (int q = 0; q < 3; ++q) s += W::G[i][q] * g[q * 3 + j];
+                    tmp[i][j] = s;
+                }
+            for (int i = 0; i < a; ++i)
+                for (int j = 0; j < a; ++j) {
+                    float s = 0;
+                    for (int q = 0; q < 3; ++q) s += tmp[i][q] * W::G[j][q];
+                    U[((i * a + j) * C + c) * K + k] = s;
+                }
+        }
+}
+
+// Whether the multiplies Winograd saves (C x K per output pixel) outweigh
+// the transforms' memory traffic (C + K per pixel). Measured
+// (bench/winograd_layers.cpp and by hand): 32 -> 128 and 48 -> 64 gain
+// 1.5-1.8x; 32 -> 64 gains at 28x28 and loses at 147x147 on 2 threads;
+// 16 -> 64 and 32 -> 32 gain 0-20 % or lose.
+inline bool enough_channels(std::int64_t C, std::int64_t K) { return C >= 32 && K >= 64 && C * K >= 3072; }
+
+// The tile size for an H x W output, 0 for the direct method.
+inline int tile_for(std::int64_t H, std::int64_t W) {
+    auto tiles = [&](std::int64_t m) { return ((H + m - 1) / m) * ((W + m - 1) / m); };
+    if (tiles(4) >= 9) return 4;
+    if (tiles(2) >= 16) return 2;
+    return 0;
+}
+
+// The epilogue for the longest prefix of `chain` the output transform can
+// apply (the rest is cut off and lowered by itself); per-channel operands
+// are appended to `channel` as plain [K] views.
+inline std::vector<epilogue_op> epilogue_for(lowering& L, post_chain& chain, std::int64_t K, std::vector<tref>& channel) {
+    std::vector<epilogue_op> ep;
+    std::size_t k = 0;
+    for (; k < chain.nodes.size(); ++k) {
+        const auto alg = chain.ops[k].first;
+        const auto [alpha, beta] = chain.eltwise_ab[k];
+        if (chain.kinds[k] == post_chain::kind::binary) {
+            channel.push_back(chain.ops[k].second.as(plain_md({K})));
+            ep.push_back({alg == dn::algorithm::binary_add ? epilogue_op::kind::add : epilogue_op::kind::mul,
+                          static_cast<int>(channel.size() - 1)});
+        } else if (chain.kinds[k] == post_chain::kind::eltwise && alg == dn::algorithm::eltwise_relu)
+            ep.push_back({epilogue_op::kind::relu, -1, alpha, 0});
+        else if (chain.kinds[k] == post_chain::kind::eltwise &&
+                 (alg == dn::algorithm::eltwise_clip || alg == dn::algorithm::eltwise_clip_v2))
+            ep.push_back({epilogue_op::kind::clip, -1, alpha, beta});
+        else
+            break;  // a sum (into another tensor's buffer) or another eltwise
+    }
+    chain.truncate(k);
+    (void)L;
+    return ep;
+}
+
+template <int M, int B>
+void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_ptr<const tensor<float>>& weights,
+              const dn::memory::desc& blocked_in, const dn::memory::desc& blocked_out) {
+    constexpr int a = matrices<M>::a;
+    const std::int64_t T = g.tiles();
+    const dn::memory::desc v_md = plain_md({a * a, T, g.C}), m_md = plain_md({a * a, T, g.K});
+    dn::matmul::primitive_desc mm(L.p.eng, v_md, any_md({a * a, g.C, g.K}), m_md, L.attr());
+    // U, in the layout the matmul reads, computed once per weight tensor.
+    tref U = L.derived_constant(weights, plain_md({a * a, g.C, g.K}), mm.weights_desc(),
+                                [&](float* u) { transform_weights<M>(weights->data.data(), g.K, g.C, u); });
+
+    post_chain chain = fusible_chain(L, i, g.K, true, true);
+    std::vector<tref> channel;
+    std::vector<epilogue_op> ep;
+    if (L.at(i).params[spec::conv2d_p::act]) ep.push_back({epilogue_op::kind::relu, -1, 0, 0});  // checked by lower()
+    auto rest = epilogue_for(L, chain, g.K, channel);
+    ep.insert(ep.end(), rest.begin(), rest.end());
+
+    const tref x = L.convert(L.in(i, 0), blocked_in, i);
+    const tref V = L.fresh(v_md), Mx = L.fresh(m_md), y = L.fresh(blocked_out);
+    const auto [in_k, out_k] = kernels<M, B>();
+    const std::string tile = "F(" + std::to_string(M) + "x" + std::to_string(M) + ",3x3)";
+    L.custom(
+        i,
+        [g, in_k = in_k](std::span<float* const> in, std::span<float* const> out) {
+            for_blocks(g.C / B, g.tiles(), [&](std::int64_t cb, std::int64_t t0, std::int64_t t1) { in_k(in[0], out[0], g, cb, t0, t1); });
+        },
+        {x}, {V}, "winograd " + tile + " input transform");
+    L.add<dn::matmul>(i, mm, {{DNNL_ARG_SRC, V}, {DNNL_ARG_WEIGHTS, U}, {DNNL_ARG_DST, Mx}}, "winograd " + tile + " matmul");
+    std::vector<tref> ins{Mx};
+    ins.insert(ins.end(), channel.begin(), channel.end());
+    L.custom(
+        i,
+        [g, ep, out_k = out_k](std::span<float* const> in, std::span<float* const> out) {
+            const std::span<const float* const> channel(in.data() + 1, in.size() - 1);
+            for_blocks(g.K / B, g.tiles(), [&](std::int64_t kb, std::int64_t t0, std::int64_t t1) {
+                out_k(in[0], out[0], g, kb, t0, t1, ep, channel);
+            });
+        },
+        std::move(ins), {y},
+        "winograd " + tile + " output transform" + (chain.nodes.empty() ? "" : " + " + std::to_string(chain.nodes.size()) + " fused"));
+    L.set(i, 0, y);
+    for (std::size_t k : chain.nodes) L.absorb(k, i, y);
+}
+
+// Lowers conv2d node i by Winograd where it qualifies (see the top of this
+// file); false: the direct convolution should.
+inline bool lower(lowering& L, std::size_t i) {
+    using namespace spec::conv2d_p;
+    if (!L.options.winograd) return false;
+    const node& n = L.at(i);
+    if (n.params[act] > 1 || n.out_layout == spec::layout::nhwc || !L.is_const(i, 1)) return false;
+    const shape &xs = L.in_shape(i, 0), &ws = L.in_shape(i, 1);
+    if (xs.rank != 4 || ws.rank != 4 || ws[2] != 3 || ws[3] != 3 || ws[1] != xs[1]) return false;
+    if (n.params[stride_h] != 1 || n.params[stride_w] != 1 || n.params[dil_h] != 1 || n.params[dil_w] != 1) return false;
+    const auto pm = static_cast<spec::pad_mode>(n.params[pad]);
+    if (spec::detail::window_pad(3, 1, pm) != 1) return false;
+    const dims od = L.out_dims(i);
+    geometry g{xs[0], xs[1], ws[0], xs[2], xs[3], 0, 0};
+    if (od != dims{g.N, g.K, g.H, g.W} || !enough_channels(g.C, g.K)) return false;
+    const int m = tile_for(g.H, g.W);
+    if (m == 0) return false;
+    g.th = (g.H + m - 1) / m;
+    g.tw = (g.W + m - 1) / m;
+    const auto& weights = L.cvals[static_cast<std::size_t>(n.inputs[1].node)];
+    if (weights.empty() || !weights[static_cast<std::size_t>(n.inputs[1].output)]) return false;
+    const auto& w = weights[static_cast<std::size_t>(n.inputs[1].output)];
+    const dims xd = L.in_dims(i, 0);
+    const auto m0 = L.checkpoint();
+    try {
+        // The channel block of the layout oneDNN's direct convolution reads here.
+        const dn::convolution_forward::primitive_desc direct(
+            L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, any_md(xd), any_md(L.in_dims(i, 1)),
+            any_md(od), dims{1, 1}, dims{0, 0}, dims{1, 1}, dims{1, 1}, L.attr());
+        // The layout oneDNN's direct convolution reads and writes here: blocked
+        // (nChw16c, nChw8c) or channels last (brgconv's nhwc). The
+        // transforms work in it, so no reorder is added around them.
+        auto fits = [&](int b) { return g.C % b == 0 && g.K % b == 0; };
+        int block = 0;
+        tag t = tag::undef;
+        if (direct.src_desc() == dn::memory::desc(xd, f32, tag::nChw16c) && fits(16)) block = 16, t = tag::nChw16c;
+        else if (direct.src_desc() == dn::memory::desc(xd, f32, tag::nChw8c) && fits(8)) block = 8, t = tag::nChw8c;
+        else if (direct.src_desc() == dn::memory::desc(xd, f32, tag::nhwc)) {
+            t = tag::nhwc;  // channel blocks of the width of the CPU's vectors
+            block = wide_vectors() && fits(16) ? 16 : fits(8) ? 8 : 0;
+        }
+        if (block == 0) return false;
+        const dn::memory::desc in_md(xd, f32, t), out_md(od, f32, t);
+        g.in = strides::of(t == tag::nhwc, g.C, g.H, g.W, block);
+        g.out = strides::of(t == tag::nhwc, g.K, g.H, g.W, block);
+        if (m == 4 && block == 16) lower_as<4, 16>(L, i, g, w, in_md, out_md);
+        else if (m == 4) lower_as<4, 8>(L, i, g, w, in_md, out_md);
+        else if (block == 16) lower_as<2, 16>(L, i, g, w, in_md, out_md);
+        else lower_as<2, 8>(L, i, g, w, in_md, out_md);
+        return true;
+    } catch (const dn::error&) {
+        L.rollback(m0, i);  // oneDNN refused a part: the direct convolution instead
+        return false;
+    }
+}
+
+}  // namespace tsopt::backend::dnnl_impl::winograd
