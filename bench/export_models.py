@@ -102,7 +102,12 @@ def main():
             m, x = build(name)
             m.eval()
             tmp = path + ".tmp"
-            with torch.no_grad():
+            # Without gradients, nn.MultiheadAttention (the ViTs) takes its
+            # fused fast path, aten::_native_multi_head_attention, which
+            # PyTorch 1.13's exporter cannot write; with them it runs the
+            # plain operators.
+            attention = any(isinstance(mod, torch.nn.MultiheadAttention) for mod in m.modules())
+            with torch.set_grad_enabled(attention):
                 torch.onnx.export(m, x, tmp, opset_version=args.opset, input_names=["input"], output_names=["output"],
                                   do_constant_folding=True)
             os.replace(tmp, path)

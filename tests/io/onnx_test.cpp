@@ -514,6 +514,67 @@ TEST_CASE("import: integer shape arithmetic is folded (Shape, Gather, Unsqueeze,
     CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("node 'pick' (Gather): index 9 is out of range for extent 2"), error);
 }
 
+TEST_CASE("import: what PyTorch exports for chunk, window padding and shared parameters") {
+    // x.chunk(2, dim=1): a Slice whose ends come from Shape -> Gather -> Div;
+    // whole-model ONNX inference cannot give its shape, the node alone with
+    // the folded constants can.
+    builder b;
+    b.input("x", {1, 6, 4, 4});
+    b.ints("zero", {0});
+    b.ints("one", {1});
+    b.ints("two", {2});
+    b.ints("seven", {7});
+    b.ints("three", {3});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Gather", {"s", "one"}, {"c"});
+    b.node("Div", {"c", "two"}, {"half"});
+    b.node("Slice", {"x", "zero", "half", "one"}, {"lo"}, "chunk");
+    // Swin's window padding: (window - W % window) % window, in int64.
+    b.node("Gather", {"s", "three"}, {"w"});
+    b.node("Mod", {"w", "seven"}, {"rem"});
+    b.node("Sub", {"seven", "rem"}, {"gap"});
+    b.node("Mod", {"gap", "seven"}, {"pad"});
+    b.node("Concat", {"zero", "zero", "zero", "zero", "zero", "zero", "zero", "pad"}, {"pads"});
+    builder::attr_int(b.g->mutable_node(b.g->node_size() - 1), "axis", 0);
+    b.node("Pad", {"lo", "pads"}, {"y"});
+    // A BatchNormalization whose mean is an Identity of its bias (equal
+    // tensors, deduplicated by the exporter): still a constant.
+    b.weight("gamma", {3}, 4);
+    b.weight("beta", {3}, 5);
+    ox::detail::fill_tensor(*b.g->add_initializer(), "ones", tensor<float>(shape{3}, 1.f));
+    b.node("Identity", {"beta"}, {"mean"});
+    b.node("Identity", {"ones"}, {"var"});
+    b.node("BatchNormalization", {"y", "gamma", "beta", "mean", "var"}, {"z"}, "bn");
+    b.output("z");
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(g.shape_of(g.outputs[0]) == shape{1, 3, 4, 7});  // 4 + (7 - 4 % 7) % 7 = 7
+    bool declared_bn = false;
+    for (const node& n : g.nodes) declared_bn = declared_bn || n.is_op(spec::op_kind::batchnorm);
+    CHECK(declared_bn);
+}
+
+TEST_CASE("import: integer Mod follows the divisor's sign unless fmod=1") {
+    for (int fmod : {0, 1}) {
+        // Reshape x [2, 3, 4] to [(-7 mod 3) + 2, -1]: -7 mod 3 is 2 (Python's
+        // %, fmod=0) or -1 (C's %, fmod=1).
+        builder b;
+        b.input("x", {2, 3, 4});
+        b.ints("a", {-7});
+        b.ints("m", {3});
+        b.ints("two", {2});
+        b.ints("minus1", {-1});
+        auto* mod = b.node("Mod", {"a", "m"}, {"r"});
+        if (fmod) builder::attr_int(mod, "fmod", 1);
+        b.node("Add", {"r", "two"}, {"rows"});
+        builder::attr_int(b.node("Concat", {"rows", "minus1"}, {"target"}), "axis", 0);
+        b.node("Reshape", {"x", "target"}, {"y"});
+        b.output("y");
+        INFO("fmod=", fmod);
+        graph g = ox::import_model(b.bytes()).graph;
+        CHECK(g.shape_of(g.outputs[0]) == (fmod ? shape{1, 24} : shape{4, 6}));
+    }
+}
+
 TEST_CASE("malformed: wrong opset") {
     builder b(9);
     b.input("x", {1});

@@ -248,6 +248,17 @@ private:
             check_references(n, who);
             if (standard) check_arity(n, who);
             if (standard && n.op_type() == "Constant") return add_constant(n, who);
+            // An Identity of a constant is that constant: PyTorch's exporter
+            // writes one where two parameters hold equal values (a fresh
+            // BatchNormalization's bias and running mean are both zeros), and
+            // operators that need constant inputs must still see one.
+            if (standard && n.op_type() == "Identity" && n.output_size() == 1 && !n.output(0).empty() && has_in(n, 0))
+                if (const pb::TensorProto* c = const_of(n.input(0))) {
+                    sym& s = syms_[n.output(0)];
+                    if (s.v || s.c) throw error(who + ": output '" + n.output(0) + "' is already defined earlier in the graph");
+                    s.c = c;
+                    return;
+                }
             if (standard && fold_integer(n, who)) return;
             std::vector<value> outs;
             if (standard) outs = map_standard(n, who);
@@ -429,7 +440,7 @@ private:
             return true;
         }
         static constexpr std::string_view foldable[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add",
-                                                        "Sub", "Mul", "Div", "Reshape", "Identity", "Neg", "Abs"};
+                                                        "Sub", "Mul", "Div", "Mod", "Reshape", "Identity", "Neg", "Abs"};
         if (std::find(std::begin(foldable), std::end(foldable), t) == std::end(foldable)) return false;
         std::vector<int_tensor> in;
         for (int i = 0; i < n.input_size(); ++i) {
@@ -557,7 +568,7 @@ private:
             if (infer >= 0 && known > 0) out.s[infer] = x.s.elements() / known;
             if (out.s.elements() != x.s.elements()) throw error(who + ": cannot reshape " + x.s.str() + " to " + out.s.str());
             out.v = x.v;
-        } else {  // Add Sub Mul Div, broadcasting
+        } else {  // Add Sub Mul Div Mod, broadcasting
             if (in.size() != 2) return false;
             const int_tensor& y = in[1];
             int r = std::max(x.s.rank, y.s.rank);
@@ -570,9 +581,15 @@ private:
             out.v.resize(static_cast<std::size_t>(out.s.elements()));
             spec::detail::for_each_broadcast(out.s, x.s, y.s, [&](std::int64_t o, std::int64_t i, std::int64_t j) {
                 std::int64_t u = x.v[static_cast<std::size_t>(i)], w = y.v[static_cast<std::size_t>(j)];
-                if (t == "Div" && w == 0) throw error(who + ": integer division by zero");
-                // ONNX integer Div truncates (C semantics).
-                out.v[static_cast<std::size_t>(o)] = t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : u / w;
+                if ((t == "Div" || t == "Mod") && w == 0) throw error(who + ": integer division by zero");
+                // ONNX integer Div truncates (C semantics); integer Mod takes
+                // the divisor's sign (Python's %) unless fmod=1 (C's %).
+                std::int64_t r = 0;
+                if (t == "Mod") {
+                    r = u % w;
+                    if (a.get_int("fmod", 0) == 0 && r != 0 && (r < 0) != (w < 0)) r += w;
+                }
+                out.v[static_cast<std::size_t>(o)] = t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : t == "Div" ? u / w : r;
             });
         }
         bind_int(n, out, who);
@@ -1115,7 +1132,7 @@ private:
         return g_.opaque(std::move(op), std::move(ins), std::move(shapes), n.output(static_cast<int>(slots[0])));
     }
 
-    shape output_shape(const std::string& name, const pb::NodeProto&, const std::string& who) {
+    shape output_shape(const std::string& name, const pb::NodeProto& node, const std::string& who) {
         auto full = [](const declared_shape& d) {
             if (!d.has_shape) return false;
             for (int i = 0; i < d.s.rank; ++i)
@@ -1131,9 +1148,60 @@ private:
         if (auto it = declared_.find(name); it != declared_.end() && full(it->second)) return check(it->second);
         run_inference();
         if (auto it = inferred_.find(name); it != inferred_.end() && full(it->second)) return check(it->second);
+        if (auto d = infer_alone(node, name, who); d && full(*d)) return check(*d);
         throw error(who + ": the shape of output '" + name +
                     "' is unknown (not in the model's value_info, and ONNX shape inference could not infer it); "
                     "add it to value_info");
+    }
+
+    // ONNX shape inference of node n alone, its inputs as the import has
+    // them: shapes of the values before it, constants (the shape arithmetic
+    // folded at import among them) as initializers. Inference of the whole
+    // model cannot see through that arithmetic: a Slice whose starts come
+    // from Shape -> Gather -> Div (PyTorch's chunk) has no inferred shape.
+    std::optional<declared_shape> infer_alone(const pb::NodeProto& n, const std::string& name, const std::string& who) {
+        if (!o_.shape_inference) return std::nullopt;
+        google::protobuf::Arena arena;
+        pb::ModelProto& model = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
+        model.set_ir_version(m_.ir_version());
+        *model.mutable_opset_import() = m_.opset_import();
+        auto* gp = model.mutable_graph();
+        gp->set_name("one node");
+        *gp->add_node() = n;
+        std::set<std::string> seen;
+        for (const std::string& in : n.input()) {
+            if (in.empty() || !seen.insert(in).second) continue;
+            if (const pb::TensorProto* c = const_of(in)) {
+                auto* t = gp->add_initializer();
+                const std::size_t stored = c->raw_data().size() + static_cast<std::size_t>(c->float_data_size()) * sizeof(float);
+                if (c->data_type() == pb::TensorProto::FLOAT && stored > 16384) {  // weights: inference reads their dims only
+                    t->set_data_type(c->data_type());
+                    *t->mutable_dims() = c->dims();
+                } else {
+                    *t = *c;
+                }
+                t->set_name(in);
+                continue;
+            }
+            auto* vi = gp->add_input();
+            vi->set_name(in);
+            auto* tt = vi->mutable_type()->mutable_tensor_type();
+            tt->set_elem_type(pb::TensorProto::FLOAT);
+            auto* sh = tt->mutable_shape();
+            for (auto d : g_.shape_of(as_value(in, who))) sh->add_dim()->set_dim_value(d);
+        }
+        for (const std::string& o : n.output())
+            if (!o.empty()) gp->add_output()->set_name(o);
+        try {
+            ::onnx::shape_inference::InferShapes(model);
+        } catch (const std::exception&) {
+            return std::nullopt;  // best effort, as run_inference
+        }
+        for (const auto* list : {&gp->output(), &gp->value_info()})
+            for (const auto& vi : *list)
+                if (vi.name() == name)
+                    if (auto d = read_type(vi)) return d;
+        return std::nullopt;
     }
 
     // The concrete shapes chosen at import for the graph inputs that are not
