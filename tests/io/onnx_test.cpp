@@ -553,6 +553,68 @@ TEST_CASE("import: what PyTorch exports for chunk, window padding and shared par
     CHECK(declared_bn);
 }
 
+TEST_CASE("import: more shape arithmetic folded (ConstantOfShape, Equal, Where, Expand, Range, Transpose) and Einsum's shape") {
+    // What PyTorch exports for class_token.expand(n, -1, -1) (ViT): the -1s
+    // become the input's extents through ConstantOfShape, Equal and Where.
+    builder b;
+    b.input("x", {2, 3, 4});
+    b.weight("token", {1, 1, 4}, 6);
+    b.ints("target", {2, -1, -1});
+    b.ints("three", {3});
+    b.ints("minus1", {-1});
+    auto* cos = b.node("ConstantOfShape", {"three"}, {"ones"});
+    auto* v = cos->add_attribute();
+    v->set_name("value");
+    v->set_type(pb::AttributeProto::TENSOR);
+    ox::detail::fill_ints(*v->mutable_t(), "", {1});
+    b.node("Mul", {"ones", "minus1"}, {"negs"});
+    b.node("Equal", {"target", "negs"}, {"is_neg"});
+    b.node("Where", {"is_neg", "ones", "target"}, {"shape"});
+    b.node("Expand", {"token", "shape"}, {"tokens"});
+    // Range and an integer Transpose (Swin's relative position index).
+    b.ints("zero", {0});
+    b.ints("six", {6});
+    b.ints("one", {1});
+    b.node("Squeeze", {"zero"}, {"z0"});
+    b.node("Squeeze", {"six"}, {"s0"});
+    b.node("Squeeze", {"one"}, {"o0"});
+    b.node("Range", {"z0", "s0", "o0"}, {"r"});  // [0..5]
+    b.ints("two_three", {2, 3});
+    b.node("Reshape", {"r", "two_three"}, {"r23"});
+    b.node("Transpose", {"r23"}, {"r32"});
+    b.node("Shape", {"r32"}, {"s32"});  // [3, 2]
+    b.node("Reshape", {"x", "s32"}, {"bad"}, "not_reached");  // 24 elements into [3,2]: an error names it
+    // Einsum with an ellipsis: its shape from the equation.
+    b.weight("k", {2, 5, 4}, 7);
+    auto* ein = b.node("Einsum", {"tokens", "k"}, {"y"});
+    builder::attr_str(ein, "equation", "...ij,...kj->...ik");
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), doctest::Contains("node 'not_reached' (Reshape): node 'bad' (reshape): cannot reshape [2,3,4] (24 elements) to [3,2]"), error);
+    b.g->mutable_node()->erase(b.g->mutable_node()->begin() + (b.g->node_size() - 2));  // drop the failing Reshape
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(g.shape_of(g.outputs[0]) == shape{2, 1, 5});  // tokens [2,1,4] (Expand to [2,1,1]) x k [2,5,4]
+}
+
+TEST_CASE("import: a Dropout that drops nothing is the identity, its unread mask no output") {
+    for (bool training : {false, true}) {
+        // training_mode false, or true with ratio 0 (torchvision 0.14's Swin).
+        builder b;
+        b.input("x", {2, 3});
+        auto* r = b.g->add_initializer();
+        ox::detail::fill_tensor(*r, "ratio", tensor<float>(shape{}, training ? 0.f : 0.1f));
+        auto* m = b.g->add_initializer();
+        m->set_name("mode");
+        m->set_data_type(pb::TensorProto::BOOL);
+        m->set_raw_data(std::string(1, training ? '\1' : '\0'));
+        b.node("Dropout", {"x", "ratio", "mode"}, {"y", "mask"});
+        b.node("Relu", {"y"}, {"z"});
+        b.output("z");
+        INFO("training_mode ", training);
+        graph g = ox::import_model(b.bytes()).graph;
+        CHECK(ops_of(g) == "relu() ");
+    }
+}
+
 TEST_CASE("import: integer Mod follows the divisor's sign unless fmod=1") {
     for (int fmod : {0, 1}) {
         // Reshape x [2, 3, 4] to [(-7 mod 3) + 2, -1]: -7 mod 3 is 2 (Python's

@@ -5,6 +5,7 @@
 // shapes (from the model's value_info or ONNX shape inference), so the model
 // round-trips and the rest of it is still optimized.
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <fstream>
 #include <future>
@@ -439,8 +440,10 @@ private:
             bind_int(n, out, who);
             return true;
         }
-        static constexpr std::string_view foldable[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add",
-                                                        "Sub", "Mul", "Div", "Mod", "Reshape", "Identity", "Neg", "Abs"};
+        static constexpr std::string_view foldable[] = {
+            "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add", "Sub",   "Mul",     "Div",  "Mod",
+            "Reshape", "Identity", "Neg", "Abs", "ConstantOfShape", "Equal", "Less", "Greater", "Not", "Where", "Expand",
+            "Range", "Max", "Min", "Transpose"};
         if (std::find(std::begin(foldable), std::end(foldable), t) == std::end(foldable)) return false;
         std::vector<int_tensor> in;
         for (int i = 0; i < n.input_size(); ++i) {
@@ -452,7 +455,119 @@ private:
         if (in.empty() || n.input(0).empty()) return false;
         int_tensor out;
         const int_tensor& x = in[0];
+        // Element-wise over broadcast inputs (ONNX's multidirectional
+        // broadcasting); booleans are 0 / 1.
+        auto elementwise = [&](const std::vector<const int_tensor*>& args, auto&& f) {
+            int r = 0;
+            for (auto* p : args) r = std::max(r, p->s.rank);
+            for (int d = 0; d < r; ++d) {
+                std::int64_t e = 1;
+                for (auto* p : args) {
+                    const int dp = d - (r - p->s.rank);
+                    const std::int64_t ep = dp >= 0 ? p->s[dp] : 1;
+                    if (ep != 1 && e != 1 && ep != e) throw error(who + ": input shapes do not broadcast");
+                    if (ep != 1) e = ep;
+                }
+                out.s.push_back(e);
+            }
+            const std::int64_t n = out.s.elements();
+            std::vector<std::vector<std::int64_t>> at(args.size());
+            for (std::size_t k = 0; k < args.size(); ++k) {
+                const int_tensor& p = *args[k];
+                const auto st = strides(p.s);
+                at[k].reserve(static_cast<std::size_t>(n));
+                std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
+                for (std::int64_t o = 0; o < n; ++o) {
+                    std::int64_t off = 0;
+                    for (int d = 0; d < p.s.rank; ++d) {
+                        const int od = d + (r - p.s.rank);
+                        if (p.s[d] != 1) off += idx[static_cast<std::size_t>(od)] * st[static_cast<std::size_t>(d)];
+                    }
+                    at[k].push_back(p.v[static_cast<std::size_t>(off)]);
+                    for (int d = r - 1; d >= 0; --d) {
+                        if (++idx[static_cast<std::size_t>(d)] < out.s[d]) break;
+                        idx[static_cast<std::size_t>(d)] = 0;
+                    }
+                }
+            }
+            for (std::int64_t o = 0; o < n; ++o) {
+                std::vector<std::int64_t> xs;
+                for (auto& col : at) xs.push_back(col[static_cast<std::size_t>(o)]);
+                out.v.push_back(f(xs));
+            }
+        };
         if (t == "Identity") out = x;
+        else if (t == "ConstantOfShape") {
+            // Only an integer fill is shape arithmetic (Expand's -1 handling);
+            // the default (float 0) makes a float tensor.
+            const pb::AttributeProto* value = a.find("value");
+            if (!value || !value->has_t()) return false;
+            const pb::TensorProto& fill = value->t();
+            if (fill.data_type() != pb::TensorProto::INT64 && fill.data_type() != pb::TensorProto::INT32) return false;
+            const auto f = to_ints(fill, who + ": attribute 'value'");
+            if (f.size() != 1) throw error(who + ": attribute 'value' has " + std::to_string(f.size()) + " elements, expected 1");
+            if (x.s.rank != 1 || x.s[0] > max_rank) return false;
+            for (auto d : x.v) {
+                if (d < 0) throw error(who + ": negative extent " + std::to_string(d));
+                out.s.push_back(d);
+            }
+            if (out.s.elements() > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
+            out.v.assign(static_cast<std::size_t>(out.s.elements()), f[0]);
+        } else if (t == "Equal" || t == "Less" || t == "Greater" || t == "Max" || t == "Min") {
+            if (in.size() != 2) return false;
+            elementwise({&in[0], &in[1]}, [&](const std::vector<std::int64_t>& v) -> std::int64_t {
+                if (t == "Equal") return v[0] == v[1];
+                if (t == "Less") return v[0] < v[1];
+                if (t == "Greater") return v[0] > v[1];
+                return t == "Max" ? std::max(v[0], v[1]) : std::min(v[0], v[1]);
+            });
+        } else if (t == "Not") {
+            elementwise({&x}, [](const std::vector<std::int64_t>& v) -> std::int64_t { return v[0] == 0; });
+        } else if (t == "Where") {
+            if (in.size() != 3) return false;
+            elementwise({&in[0], &in[1], &in[2]}, [](const std::vector<std::int64_t>& v) { return v[0] ? v[1] : v[2]; });
+        } else if (t == "Expand") {
+            if (in.size() != 2 || in[1].s.rank != 1 || in[1].s[0] > max_rank) return false;
+            int_tensor target;
+            for (auto d : in[1].v) {
+                if (d < 0) throw error(who + ": negative extent " + std::to_string(d) + " in the shape");
+                target.s.push_back(d);
+            }
+            if (target.s.elements() > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
+            target.v.assign(static_cast<std::size_t>(target.s.elements()), 0);
+            elementwise({&x, &target}, [](const std::vector<std::int64_t>& v) { return v[0]; });
+        } else if (t == "Transpose") {
+            std::vector<std::int64_t> perm;
+            for (int d = x.s.rank - 1; d >= 0; --d) perm.push_back(d);
+            perm = a.get_ints("perm", perm);
+            if (static_cast<int>(perm.size()) != x.s.rank) a.fail("perm", "has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.s.rank));
+            std::vector<bool> used(static_cast<std::size_t>(x.s.rank), false);
+            for (auto& d : perm) {
+                d = norm_axis(d, x.s.rank, who);
+                if (used[static_cast<std::size_t>(d)]) a.fail("perm", "repeats axis " + std::to_string(d));
+                used[static_cast<std::size_t>(d)] = true;
+                out.s.push_back(x.s[static_cast<int>(d)]);
+            }
+            const auto xs = strides(x.s);
+            std::vector<std::int64_t> idx(static_cast<std::size_t>(x.s.rank), 0);
+            for (std::int64_t k = 0, total = out.s.elements(); k < total; ++k) {
+                std::int64_t off = 0;
+                for (int d = 0; d < x.s.rank; ++d) off += idx[static_cast<std::size_t>(d)] * xs[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+                out.v.push_back(x.v[static_cast<std::size_t>(off)]);
+                for (int d = out.s.rank - 1; d >= 0; --d) {
+                    if (++idx[static_cast<std::size_t>(d)] < out.s[d]) break;
+                    idx[static_cast<std::size_t>(d)] = 0;
+                }
+            }
+        } else if (t == "Range") {
+            if (in.size() != 3 || x.v.size() != 1 || in[1].v.size() != 1 || in[2].v.size() != 1) return false;
+            const std::int64_t start = x.v[0], limit = in[1].v[0], delta = in[2].v[0];
+            if (delta == 0) throw error(who + ": delta 0");
+            const std::int64_t n = std::max<std::int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+            if (n > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
+            out.s.push_back(n);
+            for (std::int64_t k = 0; k < n; ++k) out.v.push_back(start + k * delta);
+        }
         else if (t == "Neg" || t == "Abs") {
             out = x;
             for (auto& v : out.v) v = t == "Neg" ? -v : std::abs(v);
@@ -608,7 +723,10 @@ private:
                 if (!n.output(k).empty()) return true;
             return false;
         };
-        if (t != "Split" && extra_outputs()) return {};
+        // An inference Dropout's mask (all true) that nothing reads is no
+        // output at all: PyTorch exports attention dropout with it (Swin).
+        const bool unread_mask = t == "Dropout" && n.output_size() == 2 && !read_anywhere(n.output(1));
+        if (t != "Split" && extra_outputs() && !unread_mask) return {};
         auto none_but = [&](std::initializer_list<std::string_view> known) { return a.unknown(known).empty(); };
 
         if (t == "Relu" || t == "Sigmoid" || t == "Tanh") {
@@ -618,7 +736,7 @@ private:
             return {g_.add1(k, {}, {x}, out)};
         }
         if (t == "Identity" || t == "Dropout") {
-            if (t == "Dropout" && (!none_but({"ratio", "seed"}) || has_in(n, 2))) return {};  // training_mode given
+            if (t == "Dropout" && (!none_but({"ratio", "seed"}) || !inference_dropout(n))) return {};
             if (t == "Identity" && !none_but({})) return {};
             return {in(n, 0, who)};
         }
@@ -1149,9 +1267,122 @@ private:
         run_inference();
         if (auto it = inferred_.find(name); it != inferred_.end() && full(it->second)) return check(it->second);
         if (auto d = infer_alone(node, name, who); d && full(*d)) return check(*d);
+        if (node.op_type() == "Einsum" && (node.domain().empty() || node.domain() == "ai.onnx"))
+            if (auto e = einsum_shape(node, who)) {
+                if (bounded_elements(*e) > max_elements) throw error(who + ": output '" + name + "' has too many elements");
+                return *e;
+            }
         throw error(who + ": the shape of output '" + name +
                     "' is unknown (not in the model's value_info, and ONNX shape inference could not infer it); "
                     "add it to value_info");
+    }
+
+    // The output shape of an Einsum from its equation and its inputs'
+    // shapes: libonnx (1.12) infers only the rank where the equation has an
+    // ellipsis (MaxViT's attention: "...ij,...kj->...ik").
+    std::optional<shape> einsum_shape(const pb::NodeProto& n, const std::string& who) {
+        attributes a(n, who);
+        std::string eq;
+        for (char c : a.get_string("equation", "")) if (c != ' ') eq += c;
+        const auto arrow = eq.find("->");
+        std::vector<std::string> terms;
+        std::string lhs = eq.substr(0, arrow);
+        for (std::size_t b = 0;;) {
+            const auto e = lhs.find(',', b);
+            terms.push_back(lhs.substr(b, e == std::string::npos ? std::string::npos : e - b));
+            if (e == std::string::npos) break;
+            b = e + 1;
+        }
+        if (static_cast<int>(terms.size()) != n.input_size()) return std::nullopt;
+        std::map<char, std::int64_t> extent;
+        std::map<char, int> count;
+        shape ellipsis;  // broadcast over the inputs
+        for (std::size_t k = 0; k < terms.size(); ++k) {
+            const shape& xs = g_.shape_of(as_value(n.input(static_cast<int>(k)), who));
+            std::string term = terms[k];
+            const auto dots = term.find("...");
+            const int named = static_cast<int>(term.size()) - (dots == std::string::npos ? 0 : 3);
+            const int spread = xs.rank - named;
+            if (spread < 0 || (dots == std::string::npos && spread != 0)) return std::nullopt;
+            int d = 0;
+            for (std::size_t c = 0; c < term.size(); ++c) {
+                if (c == dots) {
+                    shape part;
+                    for (int j = 0; j < spread; ++j) part.push_back(xs[d + j]);
+                    // right-aligned broadcast of the ellipsis dims
+                    shape merged;
+                    const int r = std::max(part.rank, ellipsis.rank);
+                    for (int j = 0; j < r; ++j) {
+                        const int i1 = j - (r - part.rank), i2 = j - (r - ellipsis.rank);
+                        const std::int64_t e1 = i1 >= 0 ? part[i1] : 1, e2 = i2 >= 0 ? ellipsis[i2] : 1;
+                        if (e1 != e2 && e1 != 1 && e2 != 1) return std::nullopt;
+                        merged.push_back(e1 == 1 ? e2 : e1);
+                    }
+                    ellipsis = merged;
+                    d += spread;
+                    c += 2;
+                    continue;
+                }
+                const char l = term[c];
+                if (!std::isalpha(static_cast<unsigned char>(l))) return std::nullopt;
+                const std::int64_t e = xs[d++];
+                if (auto it = extent.find(l); it != extent.end() && it->second != e) {
+                    if (it->second == 1) it->second = e;
+                    else if (e != 1) return std::nullopt;
+                } else if (it == extent.end())
+                    extent[l] = e;
+                ++count[l];
+            }
+        }
+        std::string outt;
+        if (arrow != std::string::npos) outt = eq.substr(arrow + 2);
+        else {  // implicit: the ellipsis, then the letters used once, in alphabetical order
+            outt = ellipsis.rank ? "..." : "";
+            for (auto& [l, c] : count) if (c == 1) outt += l;
+        }
+        shape out;
+        for (std::size_t c = 0; c < outt.size(); ++c) {
+            if (outt.compare(c, 3, "...") == 0) {
+                if (out.rank + ellipsis.rank > max_rank) return std::nullopt;
+                for (int j = 0; j < ellipsis.rank; ++j) out.push_back(ellipsis[j]);
+                c += 2;
+                continue;
+            }
+            auto it = extent.find(outt[c]);
+            if (it == extent.end() || out.rank >= max_rank) return std::nullopt;
+            out.push_back(it->second);
+        }
+        return out;
+    }
+
+    // A Dropout whose training_mode is absent or a constant false (PyTorch
+    // writes the constant), or whose ratio is a constant 0 (torchvision
+    // 0.14's Swin exports training_mode true with ratio 0): the identity.
+    bool inference_dropout(const pb::NodeProto& n) const {
+        if (!has_in(n, 2)) return true;
+        if (const pb::TensorProto* r = has_in(n, 1) ? const_of(n.input(1)) : nullptr;
+            r && r->data_type() == pb::TensorProto::FLOAT && r->dims_size() == 0) {
+            const std::string& raw = r->raw_data();
+            float v = 1;
+            if (raw.size() == sizeof v) std::memcpy(&v, raw.data(), sizeof v);
+            else if (raw.empty() && r->float_data_size() == 1) v = r->float_data(0);
+            if (v == 0.f) return true;
+        }
+        const pb::TensorProto* c = const_of(n.input(2));
+        if (!c || c->data_type() != pb::TensorProto::BOOL || c->dims_size() > 1 || (c->dims_size() == 1 && c->dims(0) != 1)) return false;
+        if (c->has_raw_data()) return c->raw_data() == std::string(1, '\0');
+        return c->int32_data_size() == 1 && c->int32_data(0) == 0;
+    }
+
+    // Whether a node or the graph's outputs read value `name`.
+    bool read_anywhere(const std::string& name) const {
+        if (name.empty()) return false;
+        for (const auto& nd : m_.graph().node())
+            for (const auto& in : nd.input())
+                if (in == name) return true;
+        for (const auto& o : m_.graph().output())
+            if (o.name() == name) return true;
+        return false;
     }
 
     // ONNX shape inference of node n alone, its inputs as the import has
