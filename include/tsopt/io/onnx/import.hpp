@@ -465,7 +465,11 @@ private:
                 for (auto* p : args) {
                     const int dp = d - (r - p->s.rank);
                     const std::int64_t ep = dp >= 0 ? p->s[dp] : 1;
-                    if (ep != 1 && e != 1 && ep != e) throw error(who + ": input shapes do not broadcast");
+                    if (ep != 1 && e != 1 && ep != e) {
+                        std::string shapes;
+                        for (auto* q : args) shapes += (shapes.empty() ? "" : " and ") + q->s.str();
+                        throw error(who + ": shapes " + shapes + " do not broadcast");
+                    }
                     if (ep != 1) e = ep;
                 }
                 out.s.push_back(e);
@@ -683,28 +687,19 @@ private:
             if (infer >= 0 && known > 0) out.s[infer] = x.s.elements() / known;
             if (out.s.elements() != x.s.elements()) throw error(who + ": cannot reshape " + x.s.str() + " to " + out.s.str());
             out.v = x.v;
-        } else {  // Add Sub Mul Div Mod, broadcasting
+        } else {  // Add Sub Mul Div Mod
             if (in.size() != 2) return false;
-            const int_tensor& y = in[1];
-            int r = std::max(x.s.rank, y.s.rank);
-            for (int d = 0; d < r; ++d) {
-                int dx = d - (r - x.s.rank), dy = d - (r - y.s.rank);
-                std::int64_t ex = dx >= 0 ? x.s[dx] : 1, ey = dy >= 0 ? y.s[dy] : 1;
-                if (ex != ey && ex != 1 && ey != 1) throw error(who + ": shapes " + x.s.str() + " and " + y.s.str() + " do not broadcast");
-                out.s.push_back(ex == 1 ? ey : ex);
-            }
-            out.v.resize(static_cast<std::size_t>(out.s.elements()));
-            spec::detail::for_each_broadcast(out.s, x.s, y.s, [&](std::int64_t o, std::int64_t i, std::int64_t j) {
-                std::int64_t u = x.v[static_cast<std::size_t>(i)], w = y.v[static_cast<std::size_t>(j)];
+            elementwise({&in[0], &in[1]}, [&](const std::vector<std::int64_t>& v) {
+                const std::int64_t u = v[0], w = v[1];
                 if ((t == "Div" || t == "Mod") && w == 0) throw error(who + ": integer division by zero");
                 // ONNX integer Div truncates (C semantics); integer Mod takes
                 // the divisor's sign (Python's %) unless fmod=1 (C's %).
-                std::int64_t r = 0;
                 if (t == "Mod") {
-                    r = u % w;
+                    std::int64_t r = u % w;
                     if (a.get_int("fmod", 0) == 0 && r != 0 && (r < 0) != (w < 0)) r += w;
+                    return r;
                 }
-                out.v[static_cast<std::size_t>(o)] = t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : t == "Div" ? u / w : r;
+                return t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : u / w;
             });
         }
         bind_int(n, out, who);
