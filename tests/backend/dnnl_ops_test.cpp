@@ -249,6 +249,14 @@ TEST_CASE("dnnl data movement: concat, split, transpose, enlarge, pad, reshape, 
         g.mark_output(g.add1(spec::op_kind::slice, sm, {g.input("m", {4, 7})}));
         auto c = g.conv2d(g.input("y", {1, 16, 6, 6}), g.weight("w", {16, 16, 3, 3}, rng), {.act = relu});
         g.mark_output(g.add1(spec::op_kind::slice, sp, {c}));
+        spec::op_params ch;  // channels 4..11 of a batch-1 tensor: a view, read by a relu and as an output
+        ch[spec::slice_p::b1] = 4, ch[spec::slice_p::e1] = 12;
+        auto part = g.add1(spec::op_kind::slice, ch, {c});
+        g.mark_output(part);
+        g.mark_output(g.relu(part));
+        spec::op_params rows;  // rows 2..4 of each channel: not contiguous, a reorder
+        rows[spec::slice_p::b2] = 2, rows[spec::slice_p::e2] = 5;
+        g.mark_output(g.add1(spec::op_kind::slice, rows, {c}));
         spec::op_params op;  // patch [1, 2, 3, 4] at (1, 0, 2, 1)
         op[spec::overwrite_p::o0] = 1, op[spec::overwrite_p::o2] = 2, op[spec::overwrite_p::o3] = 1;
         g.mark_output(g.add1(spec::op_kind::overwrite, op, {x, g.input("p", {1, 2, 3, 4})}));

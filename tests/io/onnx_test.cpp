@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -356,6 +357,100 @@ TEST_CASE("import: Div by a non-power-of-two stays opaque and runs on the refere
     tensor<float> x(shape{2, 3}, std::vector<float>{3, 6, 9, -3, 1, 0});
     auto y = ref.execute(g, std::span<const tensor<float>>(&x, 1));
     CHECK(y[0].data == std::vector<float>{1, 2, 3, -1, 1.f / 3.f, 0});
+}
+
+TEST_CASE("import: a Slice with constant parameters and step 1 is the spec's slice, and exports back as a Slice") {
+    builder b;
+    b.input("x", {1, 6, 4, 5});
+    b.ints("minus3", {-3});
+    b.ints("big", {std::numeric_limits<std::int64_t>::max()});
+    b.ints("one", {1});
+    b.ints("rows", {1, 0});
+    b.ints("row_ends", {3, -1});
+    b.ints("hw", {2, 3});
+    b.ints("zero", {0});
+    b.ints("six", {6});
+    b.node("Slice", {"x", "minus3", "big", "one"}, {"upper"});     // x[:, 3:6]
+    b.node("Slice", {"x", "rows", "row_ends", "hw"}, {"window"});  // x[:, :, 1:3, 0:4]
+    b.node("Slice", {"x", "zero", "six", "one"}, {"whole"});       // all of axis 1: the identity
+    b.output("upper");
+    b.output("window");
+    b.output("whole");
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(ops_of(g) == "slice(0,3,0,0,0,6,0,0,) slice(0,0,1,0,0,0,3,4,) ");
+    std::vector<float> v(120);
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k);
+    tensor<float> x(shape{1, 6, 4, 5}, v);
+    auto ref = reference_backend();
+    auto y = ref.execute(g, std::span<const tensor<float>>(&x, 1));
+    REQUIRE(y.size() == 3);
+    CHECK(y[0].shape == shape{1, 3, 4, 5});
+    CHECK(y[0].data.front() == 60.f);  // x[0, 3, 0, 0]
+    CHECK(y[0].data.back() == 119.f);
+    CHECK(y[1].shape == shape{1, 6, 2, 4});
+    CHECK(y[1].data[0] == 5.f);   // x[0, 0, 1, 0]
+    CHECK(y[1].data[4] == 10.f);  // x[0, 0, 2, 0]
+    CHECK(y[2].data == v);
+    graph back = round_trip(g);
+    CHECK(ops_of(back) == ops_of(g));
+    CHECK(max_error(g, back) == 0.0);
+
+    SUBCASE("a step other than 1 stays opaque") {
+        builder c;
+        c.input("x", {1, 6, 4, 5});
+        c.ints("zero", {0});
+        c.ints("six", {6});
+        c.ints("one", {1});
+        c.ints("two", {2});
+        c.node("Slice", {"x", "zero", "six", "one", "two"}, {"even"});
+        c.output("even");
+        CHECK(ops_of(ox::import_model(c.bytes()).graph) == "opaque:Slice ");
+    }
+    SUBCASE("an empty slice is refused by name") {
+        builder c;
+        c.input("x", {1, 6, 4, 5});
+        c.ints("four", {4});
+        c.ints("two", {2});
+        c.ints("one", {1});
+        c.node("Slice", {"x", "four", "two", "one"}, {"nothing"}, "empty_slice");
+        c.output("nothing");
+        CHECK_THROWS_WITH(ox::import_model(c.bytes()), doctest::Contains("empty_slice"));
+        CHECK_THROWS_WITH(ox::import_model(c.bytes()), doctest::Contains("is empty"));
+    }
+}
+
+TEST_CASE("import: a Gather of one constant index is a slice (and a reshape for a scalar index)") {
+    auto model = [](bool with_pair) {
+        builder b;
+        b.input("x", {1, 3, 4});
+        auto* zero = b.g->add_initializer();  // a scalar index: ViT's class token, x[:, 0]
+        zero->set_name("zero");
+        zero->set_data_type(pb::TensorProto::INT64);
+        zero->add_int64_data(0);
+        b.ints("last", {-1});
+        b.ints("two", {0, 2});
+        builder::attr_int(b.node("Gather", {"x", "zero"}, {"token"}), "axis", 1);
+        builder::attr_int(b.node("Gather", {"x", "last"}, {"column"}), "axis", 2);
+        b.output("token");
+        b.output("column");
+        if (with_pair) {  // two indices: opaque
+            builder::attr_int(b.node("Gather", {"x", "two"}, {"pair"}), "axis", 1);
+            b.output("pair");
+        }
+        return ox::import_model(b.bytes()).graph;
+    };
+    CHECK(ops_of(model(true)) == "slice(0,0,0,0,0,1,0,0,) reshape(2,1,4,0,0,0,0,0,) slice(0,0,3,0,0,0,4,0,) opaque:Gather ");
+    graph g = model(false);
+    std::vector<float> v(12);
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k);
+    tensor<float> x(shape{1, 3, 4}, v);
+    auto y = reference_backend().execute(g, std::span<const tensor<float>>(&x, 1));
+    REQUIRE(y.size() == 2);
+    CHECK(y[0].shape == shape{1, 4});
+    CHECK(y[0].data == std::vector<float>{0, 1, 2, 3});
+    CHECK(y[1].shape == shape{1, 3, 1});
+    CHECK(y[1].data == std::vector<float>{3, 7, 11});
+    CHECK(max_error(g, round_trip(g)) == 0.0);
 }
 
 TEST_CASE("import: 3-way Split (opset 13 input form and opset 11 attribute form) is a chain of splits") {

@@ -162,16 +162,28 @@ std::set<std::string> unimplemented_types(const graph& g, const Map& impls) {
     return r;
 }
 
-// g with its opaque nodes of `types` cut out, so that the rest can be run,
+// Names of g's opaque nodes whose type (opaque_key) is in `types`.
+inline std::set<std::string> opaque_nodes_of(const graph& g, const std::set<std::string>& types) {
+    std::set<std::string> r;
+    for (const node& n : g.nodes)
+        if (n.kind == node_kind::opaque && types.count(opaque_key(n))) r.insert(n.name);
+    return r;
+}
+
+// g with the nodes named in `names` cut out, so that the rest can be run,
 // timed and compared: each such node's outputs become graph inputs named
 // "<node name>:<k>", and its inputs computed by operators become extra graph
 // outputs after g's own, ordered by node name and input slot. Two graphs
 // holding the same cut nodes (the original and its optimized form) give
-// inputs and outputs that correspond by name and position.
-inline graph cut_around(const graph& g, const std::set<std::string>& types) {
+// inputs and outputs that correspond by name and position. Cut by name, not
+// by type: a model read back from its export may map a node the first import
+// kept opaque (its parameters are constants now), and must still be cut
+// where the original was.
+inline graph cut_nodes(const graph& g, const std::set<std::string>& names) {
     std::vector<std::size_t> cut;
     for (std::size_t i = 0; i < g.size(); ++i)
-        if (g.nodes[i].kind == node_kind::opaque && types.count(opaque_key(g.nodes[i]))) cut.push_back(i);
+        if ((g.nodes[i].kind == node_kind::opaque || g.nodes[i].kind == node_kind::op) && names.count(g.nodes[i].name))
+            cut.push_back(i);
     std::stable_sort(cut.begin(), cut.end(), [&](std::size_t a, std::size_t b) { return g.nodes[a].name < g.nodes[b].name; });
     graph h = g;
     std::map<value, value> replaced;
@@ -188,6 +200,11 @@ inline graph cut_around(const graph& g, const std::set<std::string>& types) {
             if (h.at(v).kind == node_kind::op || h.at(v).kind == node_kind::opaque) h.outputs.push_back(v);
     for (std::size_t u : cut) h.nodes[u].inputs.clear();  // unreachable now: compaction drops it
     return h.compacted();
+}
+
+// g with its opaque nodes of `types` cut out (cut_nodes).
+inline graph cut_around(const graph& g, const std::set<std::string>& types) {
+    return cut_nodes(g, opaque_nodes_of(g, types));
 }
 
 // ---- rules ---------------------------------------------------------------

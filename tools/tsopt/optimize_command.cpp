@@ -462,7 +462,7 @@ int optimize_command(int argc, char** argv, int first) {
     } catch (const std::exception& e) {
         throw mismatch_error(std::string("the optimized model does not import back: ") + e.what());
     }
-    if (!o.unimplemented.empty()) back = cut_around(back, o.unimplemented);
+    if (!o.unimplemented.empty()) back = cut_nodes(back, opaque_nodes_of(o.chosen, o.unimplemented));
     prog.line("verifying outputs on random inputs");
     auto want = original_outputs.valid() ? original_outputs.get() : execute(original, inputs);
     auto got = execute(back, inputs_by_name(original, inputs, back, "optimized model"));

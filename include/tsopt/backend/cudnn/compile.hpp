@@ -42,6 +42,7 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::softmax: return lower_softmax(L, i);
             case K::concat: return lower_concat(L, i);
             case K::split: return lower_split(L, i);
+            case K::slice: return lower_slice(L, i);
             case K::transpose: return lower_transpose(L, i);
             case K::enlarge: return lower_enlarge(L, i);
             case K::pad: return lower_pad(L, i);

@@ -5,6 +5,8 @@
 //              otherwise one permute kernel writing the wanted layout directly
 //   concat     one cudaMemcpy2DAsync per input (rows of `extent * inner`)
 //   split      one cudaMemcpy2DAsync per output
+//   slice      one cudaMemcpy2DAsync when one axis is cut (a box cut on
+//              several axes is refused: it runs on the host)
 //   pad        pad2d kernel (zero border on the last two axes)
 //   enlarge    pad2d kernel (kernel centred in kh x kw)
 //   reshape    a view of the row-major buffer (no step)
@@ -79,6 +81,27 @@ inline void lower_split(lowering& L, std::size_t i) {
         off += chunk;
         L.finish(i, o, y);
     }
+}
+
+inline void lower_slice(lowering& L, std::size_t i) {
+    const node& n = L.at(i);
+    const shape& is = L.in_shape(i, 0);
+    int ax = 0;
+    bool cut = false;
+    for (int d = 0; d < is.rank; ++d) {
+        auto [b, e] = spec::ops::slice_range(n.params, is, d);
+        if (b == 0 && e == is[d]) continue;
+        if (cut) throw refused("a slice on more than one axis");
+        cut = true;
+        ax = d;
+    }
+    std::int64_t outer = 1, inner = 1;
+    for (int d = 0; d < ax; ++d) outer *= is[d];
+    for (int d = ax + 1; d < is.rank; ++d) inner *= is[d];
+    auto [b, e] = spec::ops::slice_range(n.params, is, ax);
+    tref y = L.fresh(L.out_shape(i));
+    L.add(i, copy2d_step{L.row_in(i, 0), y, b * inner, 0, (e - b) * inner, outer, is[ax] * inner, (e - b) * inner}, "slice");
+    L.finish(i, 0, y);
 }
 
 inline void lower_pad(lowering& L, std::size_t i) {

@@ -7,7 +7,8 @@
 //   pad        zero fill, then reorder of the input into the interior
 //   reshape    a view: the row-major input buffer with new extents (no step)
 //   reorder    the explicit layout conversion: a reorder into NHWC or row-major
-//   slice      reorder of a sub-memory of the input (PET's correction input)
+//   slice      a view of the input where the box is contiguous, else a
+//              reorder of a sub-memory of the input
 //   overwrite  reorder of the input, then of the patch into a sub-memory of
 //              the copy (PET's correction write-back)
 #include "tsopt/backend/dnnl/plan.hpp"
@@ -19,12 +20,16 @@ inline void reorder_step(lowering& L, std::size_t i, const tref& from, const tre
     L.add<dn::reorder>(i, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, std::move(what));
 }
 
-// Whether the parts of a row-major tensor of extents d split along `axis`
-// are contiguous: every axis before it has extent 1 (a batch-1 channel
-// split, the columns of a single row, the rows of a matrix).
-inline bool split_parts_contiguous(const dims& d, int axis) {
-    for (int a = 0; a < axis; ++a)
-        if (d[static_cast<std::size_t>(a)] != 1) return false;
+// Whether the box of extents od inside a row-major tensor of extents xd is
+// one contiguous run: the axes before the first cut one have extent 1 and
+// the axes after it are whole (a batch-1 channel range, a range of rows).
+inline bool box_contiguous(const dims& xd, const dims& od) {
+    std::size_t k = 0;
+    while (k < xd.size() && od[k] == xd[k]) ++k;
+    for (std::size_t a = 0; a < k && k < xd.size(); ++a)
+        if (xd[a] != 1) return false;
+    for (std::size_t a = k + 1; a < xd.size(); ++a)
+        if (od[a] != xd[a]) return false;
     return true;
 }
 
@@ -35,7 +40,7 @@ inline void lower_split(lowering& L, std::size_t i) {
     const dims xd = L.in_dims(i, 0);
     // Contiguous parts are views of the input: no step, no copy (the
     // buffer's lifetime covers every reader of a part).
-    const bool views = split_parts_contiguous(xd, ax);
+    const bool views = box_contiguous(xd, L.out_dims(i, 0));
     std::int64_t inner = 1;  // elements per unit of the split axis
     for (std::size_t a = static_cast<std::size_t>(ax) + 1; a < xd.size(); ++a) inner *= xd[a];
     std::int64_t off = 0;
@@ -100,8 +105,20 @@ inline void lower_slice(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     tref x = L.plain_in(i, 0);
     const shape& is = L.in_shape(i, 0);
+    const dims xd = L.in_dims(i, 0);
     dims od = L.out_dims(i), offs(od.size(), 0);
     for (int a = 0; a < is.rank; ++a) offs[static_cast<std::size_t>(a)] = spec::ops::slice_range(n.params, is, a).first;
+    if (box_contiguous(xd, od)) {  // a view of the input, like a contiguous split part
+        std::int64_t off = 0, stride = 1;
+        for (std::size_t a = od.size(); a-- > 0;) {
+            off += offs[a] * stride;
+            stride *= xd[a];
+        }
+        tref part = x.as(plain_md(od));
+        part.offset += static_cast<std::size_t>(off) * sizeof(float);
+        L.set(i, 0, part);
+        return;
+    }
     tref y = L.fresh(plain_md(od));
     reorder_step(L, i, x.as(x.md.submemory_desc(od, offs)), y, "slice");
     L.set(i, 0, y);

@@ -372,6 +372,23 @@ private:
                 str1(emit("Pad"), "mode", "constant");
                 break;
             }
+            case K::slice: {
+                const shape& x = g_.shape_of(n.inputs[0]);
+                std::vector<std::int64_t> starts, ends, axes;
+                for (int a = 0; a < x.rank; ++a) {
+                    auto [b, e] = spec::ops::slice_range(p, x, a);
+                    if (b == 0 && e == x[a]) continue;
+                    starts.push_back(b);
+                    ends.push_back(e);
+                    axes.push_back(a);
+                }
+                if (axes.empty()) starts = {0}, ends = {x[0]}, axes = {0};  // the identity: one whole axis
+                in.push_back(int_initializer(n.name + "/starts", starts));
+                in.push_back(int_initializer(n.name + "/ends", ends));
+                in.push_back(int_initializer(n.name + "/axes", axes));
+                emit("Slice");
+                break;
+            }
             case K::batchnorm: {
                 // x * scale + shift == BatchNormalization with mean 0, var 1, epsilon 0.
                 std::int64_t c = n.shapes[0][1];

@@ -913,7 +913,82 @@ private:
             if (!spatial_only) return {};
             return {padded(x, {p[2], p[3], p[6], p[7]}, who, out)};
         }
+        if (t == "Slice") return slice(n, who, out);
+        if (t == "Gather") return gather(n, a, who, out);
         return {};
+    }
+
+    // A Gather of one constant index (a ViT's class token, x[:, 0]) is a
+    // slice of extent 1 on that axis, reshaped away for a scalar index.
+    // More indices stay opaque.
+    std::vector<value> gather(const pb::NodeProto& n, const attributes& a, const std::string& who, const std::string& out) {
+        if (!a.unknown({"axis"}).empty() || n.input_size() != 2 || !has_in(n, 1) || !const_of(n.input(1))) return {};
+        const pb::TensorProto& c = *const_of(n.input(1));
+        if (c.dims_size() > 1) return {};
+        const auto idx = const_ints(n, 1, who, "indices");
+        if (idx.size() != 1) return {};
+        value x = in(n, 0, who);
+        const shape& s = g_.shape_of(x);
+        if (s.rank < 1 || s.rank > 4) return {};
+        const int ax = axis(a, "axis", a.get_int("axis", 0), s.rank);
+        const std::int64_t ext = s[ax];
+        std::int64_t k = idx[0];
+        if (k < -ext || k >= ext) throw error(who + ": index " + std::to_string(k) + " is out of range for extent " + std::to_string(ext));
+        if (k < 0) k += ext;
+        spec::op_params p{};
+        p[spec::slice_p::b0 + ax] = int32(k, who, "indices");
+        p[spec::slice_p::e0 + ax] = int32(k + 1, who, "indices");
+        const bool scalar = c.dims_size() == 0;
+        value y = ext == 1 ? x : g_.add1(spec::op_kind::slice, p, {x}, scalar ? out + "/slice" : out);
+        if (!scalar) return {y};
+        shape r;
+        for (int d = 0; d < s.rank; ++d)
+            if (d != ax) r.push_back(s[d]);
+        return {g_.reshape(y, r, out)};
+    }
+
+    // A Slice of a computed tensor with constant starts, ends, axes and
+    // steps of 1 (PyTorch's chunk and narrow: ShuffleNet's channel halves,
+    // attention's q/k/v) is the spec's slice, so the optimizer sees through
+    // it; other steps and a rank above 4 stay opaque. Starts and ends are
+    // clamped as ONNX says; an empty result is refused (tsopt tensors are
+    // never empty).
+    std::vector<value> slice(const pb::NodeProto& n, const std::string& who, const std::string& out) {
+        if (n.input_size() < 3 || n.input_size() > 5) return {};
+        for (int i = 1; i < n.input_size(); ++i)
+            if (has_in(n, i) && !const_of(n.input(i))) return {};
+        if (!has_in(n, 1) || !has_in(n, 2)) return {};
+        value x = in(n, 0, who);
+        const shape& s = g_.shape_of(x);
+        if (s.rank < 1 || s.rank > 4) return {};
+        const auto starts = const_ints(n, 1, who, "starts"), ends = const_ints(n, 2, who, "ends");
+        std::vector<std::int64_t> axes, steps(starts.size(), 1);
+        if (has_in(n, 3)) axes = const_ints(n, 3, who, "axes");
+        else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+        if (has_in(n, 4)) steps = const_ints(n, 4, who, "steps");
+        if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+            throw error(who + ": starts, ends, axes and steps differ in length");
+        spec::op_params p{};
+        unsigned seen = 0;
+        bool whole = true;
+        for (std::size_t k = 0; k < starts.size(); ++k) {
+            const auto d = static_cast<int>(norm_axis(axes[k], s.rank, who));
+            if ((seen >> d) & 1u) throw error(who + ": axis " + std::to_string(d) + " is sliced twice");
+            seen |= 1u << d;
+            if (steps[k] == 0) throw error(who + ": step 0");
+            if (steps[k] != 1) return {};
+            const std::int64_t ext = s[d];
+            auto clamped = [&](std::int64_t v) { return std::clamp(v < 0 ? v + ext : v, std::int64_t{0}, ext); };
+            const std::int64_t b = clamped(starts[k]), e = clamped(ends[k]);
+            if (e <= b)
+                throw error(who + ": slice [" + std::to_string(starts[k]) + ", " + std::to_string(ends[k]) + ") of axis " +
+                            std::to_string(d) + " (extent " + std::to_string(ext) + ") is empty (tsopt tensors are never empty)");
+            p[spec::slice_p::b0 + d] = int32(b, who, "starts");
+            p[spec::slice_p::e0 + d] = int32(e, who, "ends");
+            whole = whole && b == 0 && e == ext;
+        }
+        if (whole) return {x};
+        return {g_.add1(spec::op_kind::slice, p, {x}, out)};
     }
 
     // Zero-pads H and W by p = {top, left, bottom, right}. The pad operator's
