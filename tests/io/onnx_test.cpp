@@ -690,6 +690,31 @@ TEST_CASE("import: more shape arithmetic folded (ConstantOfShape, Equal, Where, 
     CHECK(g.shape_of(g.outputs[0]) == shape{2, 1, 5});  // tokens [2,1,4] (Expand to [2,1,1]) x k [2,5,4]
 }
 
+TEST_CASE("import: float and bool constant subgraphs are folded (Swin's attention mask)") {
+    builder b;
+    b.input("x", {2, 3});
+    b.ints("shape", {2, 3});
+    b.ints("where", {0, 2, 1, 0});  // two index tuples: (0, 2) and (1, 0)
+    b.g->mutable_initializer(b.g->initializer_size() - 1)->clear_dims();
+    b.g->mutable_initializer(b.g->initializer_size() - 1)->add_dims(2);
+    b.g->mutable_initializer(b.g->initializer_size() - 1)->add_dims(2);
+    ox::detail::fill_tensor(*b.g->add_initializer(), "updates", tensor<float>(shape{2}, std::vector<float>{5, 7}));
+    ox::detail::fill_tensor(*b.g->add_initializer(), "zero", tensor<float>(shape{}, 0.f));
+    b.node("ConstantOfShape", {"shape"}, {"zeros"});
+    b.node("ScatterND", {"zeros", "where", "updates"}, {"m"});
+    b.node("Equal", {"m", "zero"}, {"empty"});  // bool
+    b.node("Not", {"empty"}, {"full"});
+    builder::attr_int(b.node("Cast", {"full"}, {"ones"}), "to", pb::TensorProto::FLOAT);
+    b.node("Add", {"m", "ones"}, {"mask"});
+    b.node("Add", {"x", "mask"}, {"y"});
+    b.output("y");
+    graph g = ox::import_model(b.bytes()).graph;
+    CHECK(ops_of(g) == "ewadd() ");
+    tensor<float> x(shape{2, 3}, 0.f);
+    auto y = reference_backend().execute(g, std::span<const tensor<float>>(&x, 1));
+    CHECK(y[0].data == std::vector<float>{0, 0, 6, 8, 0, 0});
+}
+
 TEST_CASE("import: a Dropout that drops nothing is the identity, its unread mask no output") {
     for (bool training : {false, true}) {
         // training_mode false, or true with ratio 0 (torchvision 0.14's Swin).

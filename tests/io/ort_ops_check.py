@@ -8,7 +8,8 @@ backend with tsopt::onnx::install_reference_ops), and the outputs compared
 emits for torchvision backbones and transformer encoders (opsets 13-17):
 Clip, HardSwish, HardSigmoid, Erf, ReduceMean/ReduceSum, Pow, Sqrt, Div,
 Sub, LayerNormalization, Where, Expand, Cast, pooling with ceil_mode and
-count_include_pad, ...
+count_include_pad, Slice, Gather, Einsum, constant subgraphs folded at
+import (Swin's attention mask), ...
 
 Exit 77 (meson: skipped) when onnx/onnxruntime/numpy cannot be installed.
 usage: ort_ops_check.py RUN_MODEL_EXE WORKDIR
@@ -82,6 +83,33 @@ def cases(np, helper, T, nh):
     yield "shape_arithmetic", dyn, {"x": x3}, {"i0": i64(0), "ax0": i64([0]), "one1": i64([1]), "big": i64([1 << 40]),
                                                "two64": i64([2]), "minus1": i64([-1]),
                                                "first": i64([0]), "second": i64([1])}, 17
+    # Slices: step 1 maps to the spec's slice; other steps, rank 5 and
+    # negative steps run the reference implementation (Swin's patch merging).
+    x5 = rng.standard_normal((3, 1, 4, 6, 5)).astype(np.float32)
+    big = 1 << 62
+    yield "slice_step1", [n("Slice", ["x", "s", "e", "a"], ["y"])], {"x": x3}, {"s": i64([1, -9]), "e": i64([-1, big]), "a": i64([1, 2])}, 17
+    yield "slice_step2_rank5", [n("Slice", ["x", "s", "e", "a", "st"], ["y"])], {"x": x5}, \
+        {"s": i64([0, 1]), "e": i64([big, big]), "a": i64([2, 3]), "st": i64([2, 2])}, 17
+    yield "slice_negative_step", [n("Slice", ["x", "s", "e", "a", "st"], ["y"])], {"x": x3}, \
+        {"s": i64([-1]), "e": i64([-big]), "a": i64([2]), "st": i64([-3])}, 17
+    # Gathers: one index is a slice; several, or a rank above 4, the reference.
+    yield "gather_scalar", [n("Gather", ["x", "i"], ["y"], axis=1)], {"x": x3}, {"i": i64(2)}, 17
+    yield "gather_rank5_scalar", [n("Gather", ["x", "i"], ["y"], axis=0)], {"x": x5}, {"i": i64(1)}, 17
+    yield "gather_indices", [n("Gather", ["x", "i"], ["y"], axis=2)], {"x": x3}, {"i": i64([[0, 3], [-1, 3]])}, 17
+    # Einsum: MaxViT's attention (spaces, rank 5) and an implicit output.
+    q5, k5 = rng.standard_normal((1, 2, 3, 5, 4)).astype(np.float32), rng.standard_normal((1, 2, 3, 6, 4)).astype(np.float32)
+    yield "einsum_attention", [n("Einsum", ["q", "k"], ["y"], equation="B G H I D, B G H J D -> B G H I J")], {"q": q5, "k": k5}, {}, 17
+    yield "einsum_implicit", [n("Einsum", ["a", "b"], ["y"], equation="ij,jk")], \
+        {"a": x3[0], "b": rng.standard_normal((16, 7)).astype(np.float32)}, {}, 17
+    # Swin's shifted-window mask: built from constants (zeros, ScatterND,
+    # Sub, Equal, Not, Where, Cast), folded at import, added to the input.
+    mask = [n("ConstantOfShape", ["ms"], ["z"]), n("ScatterND", ["z", "mi", "mu"], ["m"]),
+            n("Unsqueeze", ["m", "ax0"], ["ma"]), n("Unsqueeze", ["m", "ax1"], ["mb"]), n("Sub", ["ma", "mb"], ["d"]),
+            n("Equal", ["d", "zero"], ["same"]), n("Not", ["same"], ["differ"]), n("Where", ["differ", "m100", "d"], ["w"]),
+            n("Cast", ["same"], ["sf"], to=T.FLOAT), n("Add", ["w", "sf"], ["mk"]), n("Add", ["x", "mk"], ["y"])]
+    yield "constant_mask_folded", mask, {"x": rng.standard_normal((4, 4, 4)).astype(np.float32)}, \
+        {"ms": i64([4, 4]), "mi": i64([[0, 1], [2, 2], [3, 0]]), "mu": f32([1, 2, 3]), "ax0": i64([0]), "ax1": i64([1]),
+         "zero": f32(0), "m100": f32(-100)}, 17
     # BERT's GELU as exported: x * 0.5 * (1 + erf(x / sqrt(2))).
     gelu = [n("Div", ["x", "r2"], ["q"]), n("Erf", ["q"], ["e"]), n("Add", ["e", "one"], ["e1"]), n("Mul", ["x", "e1"], ["m"]),
             n("Mul", ["m", "half"], ["y"])]

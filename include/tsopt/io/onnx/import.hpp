@@ -6,6 +6,7 @@
 // round-trips and the rest of it is still optimized.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <deque>
 #include <fstream>
 #include <future>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 // proto.hpp first: it defines ONNX_ML and ONNX_NAMESPACE, which the ONNX
 // headers below need to find onnx/onnx-ml.pb.h (a consumer compiling without
@@ -260,7 +262,7 @@ private:
                     s.c = c;
                     return;
                 }
-            if (standard && fold_integer(n, who)) return;
+            if (standard && fold_constant(n, who)) return;
             std::vector<value> outs;
             if (standard) outs = map_standard(n, who);
             if (outs.empty()) outs = make_opaque(n, who);
@@ -382,29 +384,72 @@ private:
         s.c = &owned_.back();
     }
 
-    // ---- integer shape arithmetic, folded at import ---------------------
+    // ---- constant subgraphs, folded at import ----------------------------
     // Exporters compute reshape targets from the input's shape (Shape ->
     // Gather -> Unsqueeze -> Concat -> Reshape, with Cast, arithmetic,
     // Slice, Squeeze). tsopt shapes are static, so such chains are
     // constants: they are evaluated here (int64) and bound as constants,
     // and the operators reading them (Reshape, Expand, ...) see constants.
-    struct int_tensor {
+    // The same operators over small float and bool constants are evaluated
+    // too (in double, each result rounded to float32 as ONNX computes it):
+    // Swin builds its shifted-window attention mask from zeros, ScatterND,
+    // Equal and Where, all of it constant, and bool tensors have no place in
+    // a tsopt graph.
+    template <class T>
+    struct folded {
         shape s;
-        std::vector<std::int64_t> v;
+        std::vector<T> v;                        // booleans are 0 / 1
+        int type = pb::TensorProto::INT64;       // INT64 (integers and booleans) or FLOAT
     };
-    std::optional<int_tensor> int_const(const pb::NodeProto& n, int i, const std::string& who) const {
+    // Constant input i for the integer (T = int64) or the float (T = double)
+    // evaluation: integers only for the first; float, bool and integers,
+    // at most max_folded elements, for the second.
+    template <class T>
+    std::optional<folded<T>> const_in(const pb::NodeProto& n, int i, const std::string& who) const {
         if (!has_in(n, i)) return std::nullopt;
         auto* c = const_of(n.input(i));
-        if (!c || (c->data_type() != pb::TensorProto::INT64 && c->data_type() != pb::TensorProto::INT32)) return std::nullopt;
-        return int_tensor{tensor_shape(*c, who + ": constant '" + n.input(i) + "'", true), to_ints(*c, who + ": constant '" + n.input(i) + "'")};
+        if (!c) return std::nullopt;
+        const std::string what = who + ": constant '" + n.input(i) + "'";
+        const bool integer = c->data_type() == pb::TensorProto::INT64 || c->data_type() == pb::TensorProto::INT32;
+        folded<T> r;
+        if constexpr (std::is_integral_v<T>) {
+            if (!integer) return std::nullopt;
+            r.s = tensor_shape(*c, what, true);
+            r.v = to_ints(*c, what);
+        } else {
+            const bool real = c->data_type() == pb::TensorProto::FLOAT || c->data_type() == pb::TensorProto::DOUBLE;
+            if (!integer && !real && c->data_type() != pb::TensorProto::BOOL) return std::nullopt;
+            r.s = tensor_shape(*c, what, true);
+            if (r.s.elements() > max_folded) return std::nullopt;
+            if (real) {
+                auto f = to_float_tensor(*c, what);
+                r.v.assign(f.data.begin(), f.data.end());
+                r.type = pb::TensorProto::FLOAT;
+            } else if (integer) {
+                // Within +-2^53, exact in double; larger ones are "to the end" markers (Slice's ends).
+                for (auto x : to_ints(*c, what)) r.v.push_back(static_cast<double>(std::clamp<std::int64_t>(x, -(std::int64_t{1} << 53), std::int64_t{1} << 53)));
+            } else {
+                check_stored(*c, what);
+                std::vector<std::uint8_t> b = c->has_raw_data() ? from_raw<std::uint8_t>(*c, r.s.elements(), what)
+                                                                : std::vector<std::uint8_t>(c->int32_data().begin(), c->int32_data().end());
+                if (static_cast<std::int64_t>(b.size()) != r.s.elements()) throw error(what + ": holds " + std::to_string(b.size()) + " booleans, shape needs " + std::to_string(r.s.elements()));
+                for (auto x : b) r.v.push_back(x != 0);
+            }
+        }
+        return r;
     }
-    void bind_int(const pb::NodeProto& n, const int_tensor& t, const std::string& who) {
-        if (t.v.size() > 1u << 20) throw error(who + ": folded integer tensor is too large");
+    static constexpr std::int64_t max_folded = std::int64_t{1} << 20;
+    template <class T>
+    void bind(const pb::NodeProto& n, const folded<T>& t, const std::string& who) {
+        if (t.v.size() > static_cast<std::size_t>(max_folded)) throw error(who + ": folded constant tensor is too large");
         pb::TensorProto p;
         p.set_name(n.output(0));
-        p.set_data_type(pb::TensorProto::INT64);
+        p.set_data_type(t.type);
         for (auto d : t.s) p.add_dims(d);
-        for (auto x : t.v) p.add_int64_data(x);
+        if (t.type == pb::TensorProto::FLOAT)
+            for (auto x : t.v) p.add_float_data(static_cast<float>(x));
+        else
+            for (auto x : t.v) p.add_int64_data(static_cast<std::int64_t>(x));
         owned_.push_back(std::move(p));
         sym& s = syms_[n.output(0)];
         if (s.v || s.c) throw error(who + ": output '" + n.output(0) + "' is already defined earlier in the graph");
@@ -420,13 +465,32 @@ private:
         return st;
     }
 
-    // Evaluates node n when it is integer shape arithmetic over constants;
-    // returns false to map it the ordinary way.
-    bool fold_integer(const pb::NodeProto& n, const std::string& who) {
+    // Evaluates node n when its inputs are constants: integer shape
+    // arithmetic exactly, small float and bool tensors in double; returns
+    // false to map it the ordinary way.
+    bool fold_constant(const pb::NodeProto& n, const std::string& who) {
+        return fold<std::int64_t>(n, who) || fold<double>(n, who);
+    }
+    template <class T>
+    bool fold(const pb::NodeProto& n, const std::string& who) {
+        constexpr bool exact = std::is_integral_v<T>;
         const std::string& t = n.op_type();
         if (n.output_size() != 1 || n.output(0).empty()) return false;
         attributes a(n, who);
+        // A folded result beyond max_folded: an error in shape arithmetic,
+        // left to the graph for float data.
+        auto too_large = [&](std::int64_t elements) {
+            if (elements <= max_folded) return false;
+            if (exact) throw error(who + ": folded integer tensor is too large");
+            return true;
+        };
+        auto ints = [](const std::vector<T>& v) {
+            std::vector<std::int64_t> r;
+            for (T x : v) r.push_back(static_cast<std::int64_t>(x));
+            return r;
+        };
         if (t == "Shape") {
+            if (!exact) return false;
             if (!has_in(n, 0)) return false;
             shape s;
             if (auto* c = const_of(n.input(0))) s = tensor_shape(*c, who + ": input", true);
@@ -434,30 +498,31 @@ private:
             std::int64_t r = s.rank, start = a.get_int("start", 0), end = a.get_int("end", r);
             start = std::clamp<std::int64_t>(start < 0 ? start + r : start, 0, r);
             end = std::clamp<std::int64_t>(end < 0 ? end + r : end, 0, r);
-            int_tensor out;
+            folded<T> out;
             for (std::int64_t d = start; d < end; ++d) out.v.push_back(s[static_cast<int>(d)]);
             out.s.push_back(static_cast<std::int64_t>(out.v.size()));
-            bind_int(n, out, who);
+            bind(n, out, who);
             return true;
         }
         static constexpr std::string_view foldable[] = {
             "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add", "Sub",   "Mul",     "Div",  "Mod",
             "Reshape", "Identity", "Neg", "Abs", "ConstantOfShape", "Equal", "Less", "Greater", "Not", "Where", "Expand",
-            "Range", "Max", "Min", "Transpose"};
+            "Range", "Max", "Min", "Transpose", "ScatterND"};
         if (std::find(std::begin(foldable), std::end(foldable), t) == std::end(foldable)) return false;
-        std::vector<int_tensor> in;
+        std::vector<folded<T>> in;
         for (int i = 0; i < n.input_size(); ++i) {
             if (n.input(i).empty()) { in.emplace_back(); continue; }
-            auto c = int_const(n, i, who);
-            if (!c) return false;  // not all-integer-constant: an ordinary operator
+            auto c = const_in<T>(n, i, who);
+            if (!c) return false;  // not all constant (integer constants for T = int64): an ordinary operator
             in.push_back(std::move(*c));
         }
         if (in.empty() || n.input(0).empty()) return false;
-        int_tensor out;
-        const int_tensor& x = in[0];
+        folded<T> out;
+        const folded<T>& x = in[0];
+        out.type = x.type;
         // Element-wise over broadcast inputs (ONNX's multidirectional
         // broadcasting); booleans are 0 / 1.
-        auto elementwise = [&](const std::vector<const int_tensor*>& args, auto&& f) {
+        auto elementwise = [&](const std::vector<const folded<T>*>& args, auto&& f) {
             int r = 0;
             for (auto* p : args) r = std::max(r, p->s.rank);
             for (int d = 0; d < r; ++d) {
@@ -474,10 +539,11 @@ private:
                 }
                 out.s.push_back(e);
             }
+            if (too_large(out.s.elements())) return false;
             const std::int64_t n = out.s.elements();
-            std::vector<std::vector<std::int64_t>> at(args.size());
+            std::vector<std::vector<T>> at(args.size());
             for (std::size_t k = 0; k < args.size(); ++k) {
-                const int_tensor& p = *args[k];
+                const folded<T>& p = *args[k];
                 const auto st = strides(p.s);
                 at[k].reserve(static_cast<std::size_t>(n));
                 std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
@@ -495,51 +561,70 @@ private:
                 }
             }
             for (std::int64_t o = 0; o < n; ++o) {
-                std::vector<std::int64_t> xs;
+                std::vector<T> xs;
                 for (auto& col : at) xs.push_back(col[static_cast<std::size_t>(o)]);
                 out.v.push_back(f(xs));
             }
+            return true;
         };
         if (t == "Identity") out = x;
         else if (t == "ConstantOfShape") {
-            // Only an integer fill is shape arithmetic (Expand's -1 handling);
-            // the default (float 0) makes a float tensor.
+            // An integer fill is shape arithmetic (Expand's -1 handling); the
+            // default (float 0) and float fills make a float tensor.
             const pb::AttributeProto* value = a.find("value");
-            if (!value || !value->has_t()) return false;
-            const pb::TensorProto& fill = value->t();
-            if (fill.data_type() != pb::TensorProto::INT64 && fill.data_type() != pb::TensorProto::INT32) return false;
-            const auto f = to_ints(fill, who + ": attribute 'value'");
-            if (f.size() != 1) throw error(who + ": attribute 'value' has " + std::to_string(f.size()) + " elements, expected 1");
+            if (value && !value->has_t()) return false;
+            const bool integer_fill = value && (value->t().data_type() == pb::TensorProto::INT64 || value->t().data_type() == pb::TensorProto::INT32);
+            if (integer_fill != exact) return false;
+            T fill = 0;
+            if (value) {
+                const std::string what = who + ": attribute 'value'";
+                std::size_t count = 0;
+                if (integer_fill) {
+                    const auto f = to_ints(value->t(), what);
+                    count = f.size();
+                    if (count == 1) fill = static_cast<T>(f[0]);
+                } else {
+                    if (value->t().data_type() != pb::TensorProto::FLOAT) return false;
+                    const auto f = to_float_tensor(value->t(), what);
+                    count = f.data.size();
+                    if (count == 1) fill = static_cast<T>(f.data[0]);
+                }
+                if (count != 1) throw error(what + " has " + std::to_string(count) + " elements, expected 1");
+            }
+            out.type = integer_fill ? pb::TensorProto::INT64 : pb::TensorProto::FLOAT;
             if (x.s.rank != 1 || x.s[0] > max_rank) return false;
-            for (auto d : x.v) {
+            for (auto d : ints(x.v)) {
                 if (d < 0) throw error(who + ": negative extent " + std::to_string(d));
                 out.s.push_back(d);
             }
-            if (out.s.elements() > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
-            out.v.assign(static_cast<std::size_t>(out.s.elements()), f[0]);
+            if (too_large(out.s.elements())) return false;
+            out.v.assign(static_cast<std::size_t>(out.s.elements()), fill);
         } else if (t == "Equal" || t == "Less" || t == "Greater" || t == "Max" || t == "Min") {
             if (in.size() != 2) return false;
-            elementwise({&in[0], &in[1]}, [&](const std::vector<std::int64_t>& v) -> std::int64_t {
+            if (t == "Equal" || t == "Less" || t == "Greater") out.type = pb::TensorProto::INT64;
+            if (!elementwise({&in[0], &in[1]}, [&](const std::vector<T>& v) -> T {
                 if (t == "Equal") return v[0] == v[1];
                 if (t == "Less") return v[0] < v[1];
                 if (t == "Greater") return v[0] > v[1];
                 return t == "Max" ? std::max(v[0], v[1]) : std::min(v[0], v[1]);
-            });
+            })) return false;
         } else if (t == "Not") {
-            elementwise({&x}, [](const std::vector<std::int64_t>& v) -> std::int64_t { return v[0] == 0; });
+            out.type = pb::TensorProto::INT64;
+            if (!elementwise({&x}, [](const std::vector<T>& v) -> T { return v[0] == 0; })) return false;
         } else if (t == "Where") {
             if (in.size() != 3) return false;
-            elementwise({&in[0], &in[1], &in[2]}, [](const std::vector<std::int64_t>& v) { return v[0] ? v[1] : v[2]; });
+            out.type = in[1].type;
+            if (!elementwise({&in[0], &in[1], &in[2]}, [](const std::vector<T>& v) { return v[0] != 0 ? v[1] : v[2]; })) return false;
         } else if (t == "Expand") {
             if (in.size() != 2 || in[1].s.rank != 1 || in[1].s[0] > max_rank) return false;
-            int_tensor target;
-            for (auto d : in[1].v) {
+            folded<T> target;
+            for (auto d : ints(in[1].v)) {
                 if (d < 0) throw error(who + ": negative extent " + std::to_string(d) + " in the shape");
                 target.s.push_back(d);
             }
-            if (target.s.elements() > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
+            if (too_large(target.s.elements())) return false;
             target.v.assign(static_cast<std::size_t>(target.s.elements()), 0);
-            elementwise({&x, &target}, [](const std::vector<std::int64_t>& v) { return v[0]; });
+            if (!elementwise({&x, &target}, [](const std::vector<T>& v) { return v[0]; })) return false;
         } else if (t == "Transpose") {
             std::vector<std::int64_t> perm;
             for (int d = x.s.rank - 1; d >= 0; --d) perm.push_back(d);
@@ -565,10 +650,12 @@ private:
             }
         } else if (t == "Range") {
             if (in.size() != 3 || x.v.size() != 1 || in[1].v.size() != 1 || in[2].v.size() != 1) return false;
-            const std::int64_t start = x.v[0], limit = in[1].v[0], delta = in[2].v[0];
+            const T start = x.v[0], limit = in[1].v[0], delta = in[2].v[0];
             if (delta == 0) throw error(who + ": delta 0");
-            const std::int64_t n = std::max<std::int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
-            if (n > (std::int64_t{1} << 20)) throw error(who + ": folded integer tensor is too large");
+            std::int64_t n;
+            if constexpr (exact) n = std::max<std::int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+            else n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+            if (too_large(n)) return false;
             out.s.push_back(n);
             for (std::int64_t k = 0; k < n; ++k) out.v.push_back(start + k * delta);
         }
@@ -577,27 +664,35 @@ private:
             for (auto& v : out.v) v = t == "Neg" ? -v : std::abs(v);
         } else if (t == "Cast") {
             auto to = a.get_int("to", 0);
-            if (to != pb::TensorProto::INT64 && to != pb::TensorProto::INT32) return false;
-            out = x;
+            const bool to_int = to == pb::TensorProto::INT64 || to == pb::TensorProto::INT32;
+            if constexpr (exact) {
+                if (!to_int) return false;
+                out = x;
+            } else {
+                if (!to_int && to != pb::TensorProto::BOOL && to != pb::TensorProto::FLOAT) return false;
+                out = x;
+                out.type = to == pb::TensorProto::FLOAT ? pb::TensorProto::FLOAT : pb::TensorProto::INT64;
+                for (auto& v : out.v) v = to == pb::TensorProto::BOOL ? T(v != 0) : to_int ? std::trunc(v) : T(static_cast<float>(v));
+            }
         } else if (t == "Gather") {
             if (in.size() != 2) return false;
             std::int64_t axis = norm_axis(a.get_int("axis", 0), x.s.rank, who);
-            const int_tensor& idx = in[1];
+            const auto idx = ints(in[1].v);
             for (int d = 0; d < axis; ++d) out.s.push_back(x.s[d]);
-            for (auto d : idx.s) out.s.push_back(d);
+            for (auto d : in[1].s) out.s.push_back(d);
             for (int d = static_cast<int>(axis) + 1; d < x.s.rank; ++d) out.s.push_back(x.s[d]);
             if (out.s.rank > max_rank) return false;
             std::int64_t outer = 1, inner = 1, ext = x.s[static_cast<int>(axis)];
             for (int d = 0; d < axis; ++d) outer *= x.s[d];
             for (int d = static_cast<int>(axis) + 1; d < x.s.rank; ++d) inner *= x.s[d];
             for (std::int64_t o = 0; o < outer; ++o)
-                for (auto k : idx.v) {
+                for (auto k : idx) {
                     if (k < -ext || k >= ext) throw error(who + ": index " + std::to_string(k) + " is out of range for extent " + std::to_string(ext));
                     if (k < 0) k += ext;
                     for (std::int64_t i = 0; i < inner; ++i) out.v.push_back(x.v[static_cast<std::size_t>((o * ext + k) * inner + i)]);
                 }
         } else if (t == "Unsqueeze" || t == "Squeeze") {
-            std::vector<std::int64_t> axes = in.size() > 1 && !in[1].v.empty() ? in[1].v : a.get_ints("axes", {});
+            std::vector<std::int64_t> axes = in.size() > 1 && !in[1].v.empty() ? ints(in[1].v) : a.get_ints("axes", {});
             if (opset_ >= 13 && a.has("axes")) a.fail("axes", "is an input from opset 13 on, not an attribute");
             out.v = x.v;
             if (t == "Unsqueeze") {
@@ -640,10 +735,10 @@ private:
                 }
         } else if (t == "Slice") {
             if (in.size() < 3) return false;  // opset < 10 attribute form: not emitted at opsets 11..17
-            std::vector<std::int64_t> starts = in[1].v, ends = in[2].v, axes, steps;
-            if (in.size() > 3 && !in[3].v.empty()) axes = in[3].v;
+            std::vector<std::int64_t> starts = ints(in[1].v), ends = ints(in[2].v), axes, steps;
+            if (in.size() > 3 && !in[3].v.empty()) axes = ints(in[3].v);
             else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
-            if (in.size() > 4 && !in[4].v.empty()) steps = in[4].v;
+            if (in.size() > 4 && !in[4].v.empty()) steps = ints(in[4].v);
             else steps.assign(starts.size(), 1);
             if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
                 throw error(who + ": starts, ends, axes and steps differ in length");
@@ -676,8 +771,9 @@ private:
             if (in.size() != 2) return false;
             std::int64_t known = 1;
             int infer = -1;
-            for (std::size_t k = 0; k < in[1].v.size(); ++k) {
-                std::int64_t d = in[1].v[k];
+            const auto target = ints(in[1].v);
+            for (std::size_t k = 0; k < target.size(); ++k) {
+                std::int64_t d = target[k];
                 if (d == 0 && a.get_int("allowzero", 0) == 0) d = static_cast<int>(k) < x.s.rank ? x.s[static_cast<int>(k)] : 0;
                 if (d == -1) { infer = static_cast<int>(k); d = 1; }
                 if (d < 0) throw error(who + ": shape entry " + std::to_string(d));
@@ -687,22 +783,56 @@ private:
             if (infer >= 0 && known > 0) out.s[infer] = x.s.elements() / known;
             if (out.s.elements() != x.s.elements()) throw error(who + ": cannot reshape " + x.s.str() + " to " + out.s.str());
             out.v = x.v;
+        } else if (t == "ScatterND") {
+            // data, indices [..., k], updates: each index tuple addresses a
+            // slice of data (the trailing rank - k axes), replaced in order.
+            if (in.size() != 3 || a.get_string("reduction", "none") != "none") return false;
+            const folded<T>& idx = in[1];
+            const folded<T>& upd = in[2];
+            if (idx.s.rank < 1) throw error(who + ": indices must have rank >= 1");
+            const std::int64_t k = idx.s[idx.s.rank - 1];
+            if (k < 1 || k > x.s.rank) throw error(who + ": index tuples of length " + std::to_string(k) + " for data of rank " + std::to_string(x.s.rank));
+            std::int64_t slab = 1;
+            for (int d = static_cast<int>(k); d < x.s.rank; ++d) slab *= x.s[d];
+            const std::int64_t tuples = idx.s.elements() / k;
+            if (upd.s.elements() != tuples * slab)
+                throw error(who + ": updates " + upd.s.str() + " do not match " + std::to_string(tuples) + " slices of " + std::to_string(slab));
+            out = x;
+            const auto xs = strides(x.s);
+            const auto at = ints(idx.v);
+            for (std::int64_t j = 0; j < tuples; ++j) {
+                std::int64_t off = 0;
+                for (std::int64_t d = 0; d < k; ++d) {
+                    std::int64_t i = at[static_cast<std::size_t>(j * k + d)];
+                    const std::int64_t ext = x.s[static_cast<int>(d)];
+                    if (i < -ext || i >= ext) throw error(who + ": index " + std::to_string(i) + " is out of range for extent " + std::to_string(ext));
+                    off += (i < 0 ? i + ext : i) * xs[static_cast<std::size_t>(d)];
+                }
+                std::copy_n(upd.v.begin() + j * slab, slab, out.v.begin() + off);
+            }
         } else {  // Add Sub Mul Div Mod
             if (in.size() != 2) return false;
-            elementwise({&in[0], &in[1]}, [&](const std::vector<std::int64_t>& v) {
-                const std::int64_t u = v[0], w = v[1];
-                if ((t == "Div" || t == "Mod") && w == 0) throw error(who + ": integer division by zero");
-                // ONNX integer Div truncates (C semantics); integer Mod takes
-                // the divisor's sign (Python's %) unless fmod=1 (C's %).
-                if (t == "Mod") {
-                    std::int64_t r = u % w;
-                    if (a.get_int("fmod", 0) == 0 && r != 0 && (r < 0) != (w < 0)) r += w;
-                    return r;
+            if (in[1].type == pb::TensorProto::FLOAT) out.type = pb::TensorProto::FLOAT;
+            if (!elementwise({&in[0], &in[1]}, [&](const std::vector<T>& v) -> T {
+                const T u = v[0], w = v[1];
+                if constexpr (!exact) {
+                    if (t == "Mod") return std::fmod(u, w);  // float Mod is fmod=1
+                } else {
+                    if ((t == "Div" || t == "Mod") && w == 0) throw error(who + ": integer division by zero");
+                    // ONNX integer Div truncates (C semantics); integer Mod takes
+                    // the divisor's sign (Python's %) unless fmod=1 (C's %).
+                    if (t == "Mod") {
+                        std::int64_t r = u % w;
+                        if (a.get_int("fmod", 0) == 0 && r != 0 && (r < 0) != (w < 0)) r += w;
+                        return r;
+                    }
                 }
                 return t == "Add" ? u + w : t == "Sub" ? u - w : t == "Mul" ? u * w : u / w;
-            });
+            })) return false;
         }
-        bind_int(n, out, who);
+        if (out.type == pb::TensorProto::FLOAT)  // float32 results: one rounding per operator, as ONNX computes
+            for (auto& v : out.v) v = static_cast<T>(static_cast<float>(v));
+        bind(n, out, who);
         return true;
     }
 

@@ -11,6 +11,8 @@
 // Each implementation follows the ONNX operator specification for float
 // tensors and checks what it relies on (input count, constant operands),
 // throwing tsopt::error naming the node otherwise.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -360,6 +362,158 @@ inline std::vector<tensor<float>> cast_impl(const node& n, std::span<const tenso
     return {*in[0]};
 }
 
+// Slice of a float tensor with constant starts, ends, axes and steps (any
+// sign): what the importer does not map to the spec's slice (steps other
+// than 1, a rank above 4: Swin's patch merging, x[..., 0::2, 0::2, :]).
+inline std::vector<tensor<float>> slice_impl(const node& n, std::span<const tensor<float>* const> in) {
+    pb::NodeProto blob = opaque_attributes(*n.opaque);
+    onnx_inputs args(blob, in);
+    const tensor<float>& x = args.value(n, 0);
+    const int r = x.shape.rank;
+    const auto starts = args.ints(n, 1), ends = args.ints(n, 2);
+    std::vector<std::int64_t> axes, steps(starts.size(), 1);
+    if (args.has(3)) axes = args.ints(n, 3);
+    else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+    if (args.has(4)) steps = args.ints(n, 4);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+        throw error(n.describe() + ": starts, ends, axes and steps differ in length");
+    std::vector<std::int64_t> lo(static_cast<std::size_t>(r), 0), step(static_cast<std::size_t>(r), 1);
+    shape o = x.shape;
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+        std::int64_t d = axes[k];
+        if (d < -r || d >= r) throw error(n.describe() + ": axis " + std::to_string(d) + " is outside [-rank, rank) for rank " + std::to_string(r));
+        if (d < 0) d += r;
+        const std::int64_t ext = x.shape[static_cast<int>(d)], st = steps[k];
+        if (st == 0) throw error(n.describe() + ": step 0");
+        auto clamped = [&](std::int64_t v, std::int64_t mn, std::int64_t mx) { return std::clamp(v < 0 ? v + ext : v, mn, mx); };
+        const std::int64_t b = st > 0 ? clamped(starts[k], 0, ext) : clamped(starts[k], -1, ext - 1);
+        const std::int64_t e = st > 0 ? clamped(ends[k], 0, ext) : clamped(ends[k], -1, ext - 1);
+        lo[static_cast<std::size_t>(d)] = b;
+        step[static_cast<std::size_t>(d)] = st;
+        o[static_cast<int>(d)] = st > 0 ? std::max<std::int64_t>(0, (e - b + st - 1) / st) : std::max<std::int64_t>(0, (b - e - st - 1) / -st);
+    }
+    if (!(o == n.shapes[0])) throw error(n.describe() + ": slice gives " + o.str() + ", the node declares " + n.shapes[0].str());
+    tensor<float> out(o);
+    const auto xs = strides_of(x.shape);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
+    for (std::size_t k = 0; k < out.data.size(); ++k) {
+        std::int64_t off = 0;
+        for (std::size_t d = 0; d < static_cast<std::size_t>(r); ++d) off += (lo[d] + idx[d] * step[d]) * xs[d];
+        out.data[k] = x.data[static_cast<std::size_t>(off)];
+        for (int d = r - 1; d >= 0; --d) {
+            if (++idx[static_cast<std::size_t>(d)] < o[d]) break;
+            idx[static_cast<std::size_t>(d)] = 0;
+        }
+    }
+    return {std::move(out)};
+}
+
+// Gather of a float tensor along an axis with constant integer indices of
+// any shape (Swin's q, k, v = qkv[0], qkv[1], qkv[2] on a rank-5 tensor).
+inline std::vector<tensor<float>> gather_impl(const node& n, std::span<const tensor<float>* const> in) {
+    pb::NodeProto blob = opaque_attributes(*n.opaque);
+    attributes at(blob, n.describe());
+    onnx_inputs args(blob, in);
+    const tensor<float>& x = args.value(n, 0);
+    const auto idx = args.ints(n, 1);
+    const int r = x.shape.rank;
+    std::int64_t axis = at.get_int("axis", 0);
+    if (axis < -r || axis >= r) throw error(n.describe() + ": axis " + std::to_string(axis) + " is outside [-rank, rank) for rank " + std::to_string(r));
+    if (axis < 0) axis += r;
+    std::int64_t outer = 1, inner = 1;
+    const std::int64_t ext = x.shape[static_cast<int>(axis)];
+    for (int d = 0; d < axis; ++d) outer *= x.shape[d];
+    for (int d = static_cast<int>(axis) + 1; d < r; ++d) inner *= x.shape[d];
+    tensor<float> out(n.shapes[0]);
+    if (static_cast<std::int64_t>(out.data.size()) != outer * static_cast<std::int64_t>(idx.size()) * inner)
+        throw error(n.describe() + ": output shape " + n.shapes[0].str() + " does not fit the gather");
+    auto to = out.data.begin();
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t k : idx) {
+            if (k < -ext || k >= ext) throw error(n.describe() + ": index " + std::to_string(k) + " is out of range for extent " + std::to_string(ext));
+            if (k < 0) k += ext;
+            to = std::copy_n(x.data.begin() + (o * ext + k) * inner, inner, to);
+        }
+    return {std::move(out)};
+}
+
+// Einsum over float tensors: every letter's extent from the operands, the
+// output's letters from "->" or, implicitly, the letters used once in
+// alphabetical order; the sum runs over the rest (MaxViT's attention,
+// "BGHID,BGHJD->BGHIJ"). Spaces are ignored; an ellipsis is refused.
+inline std::vector<tensor<float>> einsum_impl(const node& n, std::span<const tensor<float>* const> in) {
+    pb::NodeProto blob = opaque_attributes(*n.opaque);
+    attributes at(blob, n.describe());
+    std::string eq;
+    for (char c : at.get_string("equation", "")) if (c != ' ') eq += c;
+    if (eq.find("...") != std::string::npos) throw error(n.describe() + ": an Einsum equation with an ellipsis has no reference implementation");
+    const auto arrow = eq.find("->");
+    const std::string lhs = eq.substr(0, arrow);
+    std::vector<std::string> terms(1);
+    for (char c : lhs) {
+        if (c == ',') terms.emplace_back();
+        else terms.back() += c;
+    }
+    if (terms.size() != in.size()) throw error(n.describe() + ": equation '" + eq + "' names " + std::to_string(terms.size()) + " operands, the node has " + std::to_string(in.size()));
+    std::map<char, std::int64_t> extent, uses;
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+        if (static_cast<int>(terms[k].size()) != in[k]->shape.rank)
+            throw error(n.describe() + ": operand " + std::to_string(k) + " has rank " + std::to_string(in[k]->shape.rank) + ", term '" + terms[k] + "' has " + std::to_string(terms[k].size()) + " letters");
+        for (std::size_t d = 0; d < terms[k].size(); ++d) {
+            const char l = terms[k][d];
+            if (!std::isalpha(static_cast<unsigned char>(l))) throw error(n.describe() + ": equation '" + eq + "' has '" + l + "' where a letter belongs");
+            const std::int64_t e = in[k]->shape[static_cast<int>(d)];
+            auto [it, fresh] = extent.emplace(l, e);
+            if (!fresh && it->second != e) {
+                if (it->second == 1) it->second = e;
+                else if (e != 1) throw error(n.describe() + ": letter '" + l + "' has extents " + std::to_string(it->second) + " and " + std::to_string(e));
+            }
+            ++uses[l];
+        }
+    }
+    std::string outt;
+    if (arrow != std::string::npos) outt = eq.substr(arrow + 2);
+    else for (auto& [l, c] : uses) if (c == 1) outt += l;
+    // Output letters first, then the summed ones: one odometer over all.
+    std::string all = outt;
+    for (auto& [l, e] : extent) if (outt.find(l) == std::string::npos) all += l;
+    std::vector<std::int64_t> ext;
+    for (char l : all) {
+        if (!extent.count(l)) throw error(n.describe() + ": output letter '" + l + "' is in no operand");
+        ext.push_back(extent[l]);
+    }
+    std::int64_t out_count = 1, sum_count = 1;
+    for (std::size_t j = 0; j < all.size(); ++j) (j < outt.size() ? out_count : sum_count) *= ext[j];
+    tensor<float> out(n.shapes[0]);
+    if (static_cast<std::int64_t>(out.data.size()) != out_count) throw error(n.describe() + ": output shape " + n.shapes[0].str() + " does not fit the equation");
+    // Per operand, the stride of each letter of `all` (0 where absent or broadcast).
+    std::vector<std::vector<std::int64_t>> step(in.size(), std::vector<std::int64_t>(all.size(), 0));
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        const auto st = strides_of(in[k]->shape);
+        for (std::size_t d = 0; d < terms[k].size(); ++d)
+            if (in[k]->shape[static_cast<int>(d)] != 1) step[k][all.find(terms[k][d])] += st[d];
+    }
+    std::vector<std::int64_t> idx(all.size(), 0), off(in.size(), 0);
+    for (std::int64_t o = 0; o < out_count; ++o) {
+        double acc = 0;
+        for (std::int64_t s = 0; s < sum_count; ++s) {
+            double p = 1;
+            for (std::size_t k = 0; k < in.size(); ++k) p *= in[k]->data[static_cast<std::size_t>(off[k])];
+            acc += p;
+            // Advance the summed letters (the odometer's tail), then the output ones.
+            for (std::size_t j = all.size(); j-- > 0;) {
+                if (j < outt.size() && s + 1 < sum_count) break;
+                for (std::size_t k = 0; k < in.size(); ++k) off[k] += step[k][j];
+                if (++idx[j] < ext[j]) break;
+                for (std::size_t k = 0; k < in.size(); ++k) off[k] -= step[k][j] * ext[j];
+                idx[j] = 0;
+            }
+        }
+        out.data[static_cast<std::size_t>(o)] = static_cast<float>(acc);
+    }
+    return {std::move(out)};
+}
+
 // Whether an opaque node is of the default ONNX domain, the only one these
 // implementations follow (a custom domain may reuse a type name).
 inline bool default_domain(const node& n) { return n.opaque->domain.empty() || n.opaque->domain == "ai.onnx"; }
@@ -416,6 +570,9 @@ inline void install_reference_ops(backend::reference& r) {
     r.opaque_impls["Where"] = detail::where_impl;
     r.opaque_impls["Expand"] = detail::expand_impl;
     r.opaque_impls["Cast"] = detail::cast_impl;
+    r.opaque_impls["Slice"] = detail::slice_impl;
+    r.opaque_impls["Gather"] = detail::gather_impl;
+    r.opaque_impls["Einsum"] = detail::einsum_impl;
     for (auto& [type, fn] : r.opaque_impls)
         fn = [fn = std::move(fn)](const node& n, std::span<const tensor<float>* const> in) {
             if (!detail::default_domain(n))
