@@ -690,6 +690,28 @@ TEST_CASE("import: more shape arithmetic folded (ConstantOfShape, Equal, Where, 
     CHECK(g.shape_of(g.outputs[0]) == shape{2, 1, 5});  // tokens [2,1,4] (Expand to [2,1,1]) x k [2,5,4]
 }
 
+TEST_CASE("reference Einsum: a broadcast ellipsis and a summed letter") {
+    builder b;
+    b.input("a", {2, 3, 2});  // ... = [2], i = 3, j = 2
+    b.input("k", {1, 4, 2});  // ... = [1] (broadcast), k = 4, j = 2
+    builder::attr_str(b.node("Einsum", {"a", "k"}, {"y"}), "equation", "...ij, ...kj -> ...ik");
+    b.output("y");
+    graph g = ox::import_model(b.bytes()).graph;
+    REQUIRE(g.shape_of(g.outputs[0]) == shape{2, 3, 4});
+    tensor<float> a(shape{2, 3, 2}), k(shape{1, 4, 2});
+    for (std::size_t i = 0; i < a.data.size(); ++i) a.data[i] = static_cast<float>(i) - 5;
+    for (std::size_t i = 0; i < k.data.size(); ++i) k.data[i] = static_cast<float>(i % 3) + 1;
+    std::vector<tensor<float>> in{a, k};
+    auto y = reference_backend().execute(g, in);
+    for (int e = 0; e < 2; ++e)
+        for (int i = 0; i < 3; ++i)
+            for (int kk = 0; kk < 4; ++kk) {
+                float want = 0;
+                for (int j = 0; j < 2; ++j) want += a.data[static_cast<std::size_t>((e * 3 + i) * 2 + j)] * k.data[static_cast<std::size_t>(kk * 2 + j)];
+                CHECK(y[0].data[static_cast<std::size_t>((e * 3 + i) * 4 + kk)] == want);
+            }
+}
+
 TEST_CASE("import: float and bool constant subgraphs are folded (Swin's attention mask)") {
     builder b;
     b.input("x", {2, 3});

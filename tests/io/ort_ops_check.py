@@ -101,6 +101,8 @@ def cases(np, helper, T, nh):
     yield "einsum_attention", [n("Einsum", ["q", "k"], ["y"], equation="B G H I D, B G H J D -> B G H I J")], {"q": q5, "k": k5}, {}, 17
     yield "einsum_implicit", [n("Einsum", ["a", "b"], ["y"], equation="ij,jk")], \
         {"a": x3[0], "b": rng.standard_normal((16, 7)).astype(np.float32)}, {}, 17
+    yield "einsum_ellipsis_implicit", [n("Einsum", ["a", "b"], ["y"], equation="...ij,...jk")], \
+        {"a": rng.standard_normal((2, 5, 4)).astype(np.float32), "b": rng.standard_normal((2, 4, 3)).astype(np.float32)}, {}, 17
     # Swin's shifted-window mask: built from constants (zeros, ScatterND,
     # Sub, Equal, Not, Where, Cast), folded at import, added to the input.
     mask = [n("ConstantOfShape", ["ms"], ["z"]), n("ScatterND", ["z", "mi", "mu"], ["m"]),

@@ -735,38 +735,10 @@ private:
                 }
         } else if (t == "Slice") {
             if (in.size() < 3) return false;  // opset < 10 attribute form: not emitted at opsets 11..17
-            std::vector<std::int64_t> starts = ints(in[1].v), ends = ints(in[2].v), axes, steps;
-            if (in.size() > 3 && !in[3].v.empty()) axes = ints(in[3].v);
-            else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
-            if (in.size() > 4 && !in[4].v.empty()) steps = ints(in[4].v);
-            else steps.assign(starts.size(), 1);
-            if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-                throw error(who + ": starts, ends, axes and steps differ in length");
-            std::vector<std::int64_t> lo(static_cast<std::size_t>(x.s.rank), 0), step(static_cast<std::size_t>(x.s.rank), 1);
-            out.s = x.s;
-            for (std::size_t k = 0; k < starts.size(); ++k) {
-                auto d = static_cast<std::size_t>(norm_axis(axes[k], x.s.rank, who));
-                std::int64_t ext = x.s[static_cast<int>(d)], st = steps[k];
-                if (st == 0) throw error(who + ": step 0");
-                auto clampi = [&](std::int64_t v, std::int64_t mn, std::int64_t mx) { if (v < 0) v += ext; return std::clamp(v, mn, mx); };
-                std::int64_t b = st > 0 ? clampi(starts[k], 0, ext) : clampi(starts[k], -1, ext - 1);
-                std::int64_t e = st > 0 ? clampi(ends[k], 0, ext) : clampi(ends[k], -1, ext - 1);
-                std::int64_t cnt = st > 0 ? std::max<std::int64_t>(0, (e - b + st - 1) / st) : std::max<std::int64_t>(0, (b - e - st - 1) / -st);
-                lo[d] = b;
-                step[d] = st;
-                out.s[static_cast<int>(d)] = cnt;
-            }
-            auto xs = strides(x.s);
-            std::vector<std::int64_t> idx(static_cast<std::size_t>(x.s.rank), 0);
-            for (std::int64_t k = 0, total = out.s.elements(); k < total; ++k) {
-                std::int64_t off = 0;
-                for (int d = 0; d < x.s.rank; ++d) off += (lo[static_cast<std::size_t>(d)] + idx[static_cast<std::size_t>(d)] * step[static_cast<std::size_t>(d)]) * xs[static_cast<std::size_t>(d)];
-                out.v.push_back(x.v[static_cast<std::size_t>(off)]);
-                for (int d = out.s.rank - 1; d >= 0; --d) {
-                    if (++idx[static_cast<std::size_t>(d)] < out.s[d]) break;
-                    idx[static_cast<std::size_t>(d)] = 0;
-                }
-            }
+            const auto bounds = onnx_slice_bounds(x.s, ints(in[1].v), ints(in[2].v), in.size() > 3 ? ints(in[3].v) : std::vector<std::int64_t>{},
+                                                  in.size() > 4 ? ints(in[4].v) : std::vector<std::int64_t>{}, who);
+            out.s = bounds.out;
+            out.v = sliced(x.v, x.s, bounds);
         } else if (t == "Reshape") {
             if (in.size() != 2) return false;
             std::int64_t known = 1;
@@ -1091,31 +1063,19 @@ private:
         value x = in(n, 0, who);
         const shape& s = g_.shape_of(x);
         if (s.rank < 1 || s.rank > 4) return {};
-        const auto starts = const_ints(n, 1, who, "starts"), ends = const_ints(n, 2, who, "ends");
-        std::vector<std::int64_t> axes, steps(starts.size(), 1);
-        if (has_in(n, 3)) axes = const_ints(n, 3, who, "axes");
-        else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
-        if (has_in(n, 4)) steps = const_ints(n, 4, who, "steps");
-        if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-            throw error(who + ": starts, ends, axes and steps differ in length");
+        const auto bounds = onnx_slice_bounds(s, const_ints(n, 1, who, "starts"), const_ints(n, 2, who, "ends"),
+                                              has_in(n, 3) ? const_ints(n, 3, who, "axes") : std::vector<std::int64_t>{},
+                                              has_in(n, 4) ? const_ints(n, 4, who, "steps") : std::vector<std::int64_t>{}, who);
         spec::op_params p{};
-        unsigned seen = 0;
         bool whole = true;
-        for (std::size_t k = 0; k < starts.size(); ++k) {
-            const auto d = static_cast<int>(norm_axis(axes[k], s.rank, who));
-            if ((seen >> d) & 1u) throw error(who + ": axis " + std::to_string(d) + " is sliced twice");
-            seen |= 1u << d;
-            if (steps[k] == 0) throw error(who + ": step 0");
-            if (steps[k] != 1) return {};
-            const std::int64_t ext = s[d];
-            auto clamped = [&](std::int64_t v) { return std::clamp(v < 0 ? v + ext : v, std::int64_t{0}, ext); };
-            const std::int64_t b = clamped(starts[k]), e = clamped(ends[k]);
-            if (e <= b)
-                throw error(who + ": slice [" + std::to_string(starts[k]) + ", " + std::to_string(ends[k]) + ") of axis " +
-                            std::to_string(d) + " (extent " + std::to_string(ext) + ") is empty (tsopt tensors are never empty)");
-            p[spec::slice_p::b0 + d] = int32(b, who, "starts");
-            p[spec::slice_p::e0 + d] = int32(e, who, "ends");
-            whole = whole && b == 0 && e == ext;
+        for (int d = 0; d < s.rank; ++d) {
+            const auto k = static_cast<std::size_t>(d);
+            if (bounds.out[d] == s[d] && bounds.lo[k] == 0 && bounds.step[k] == 1) continue;  // untouched
+            if (bounds.step[k] != 1) return {};
+            if (bounds.out[d] == 0) throw error(who + ": the slice of axis " + std::to_string(d) + " (extent " + std::to_string(s[d]) + ") is empty (tsopt tensors are never empty)");
+            p[spec::slice_p::b0 + d] = int32(bounds.lo[k], who, "starts");
+            p[spec::slice_p::e0 + d] = int32(bounds.lo[k] + bounds.out[d], who, "ends");
+            whole = false;
         }
         if (whole) return {x};
         return {g_.add1(spec::op_kind::slice, p, {x}, out)};
@@ -1482,76 +1442,12 @@ private:
     // ellipsis (MaxViT's attention: "...ij,...kj->...ik").
     std::optional<shape> einsum_shape(const pb::NodeProto& n, const std::string& who) {
         attributes a(n, who);
-        std::string eq;
-        for (char c : a.get_string("equation", "")) if (c != ' ') eq += c;
-        const auto arrow = eq.find("->");
-        std::vector<std::string> terms;
-        std::string lhs = eq.substr(0, arrow);
-        for (std::size_t b = 0;;) {
-            const auto e = lhs.find(',', b);
-            terms.push_back(lhs.substr(b, e == std::string::npos ? std::string::npos : e - b));
-            if (e == std::string::npos) break;
-            b = e + 1;
-        }
-        if (static_cast<int>(terms.size()) != n.input_size()) return std::nullopt;
-        std::map<char, std::int64_t> extent;
-        std::map<char, int> count;
-        shape ellipsis;  // broadcast over the inputs
-        for (std::size_t k = 0; k < terms.size(); ++k) {
-            const shape& xs = g_.shape_of(as_value(n.input(static_cast<int>(k)), who));
-            std::string term = terms[k];
-            const auto dots = term.find("...");
-            const int named = static_cast<int>(term.size()) - (dots == std::string::npos ? 0 : 3);
-            const int spread = xs.rank - named;
-            if (spread < 0 || (dots == std::string::npos && spread != 0)) return std::nullopt;
-            int d = 0;
-            for (std::size_t c = 0; c < term.size(); ++c) {
-                if (c == dots) {
-                    shape part;
-                    for (int j = 0; j < spread; ++j) part.push_back(xs[d + j]);
-                    // right-aligned broadcast of the ellipsis dims
-                    shape merged;
-                    const int r = std::max(part.rank, ellipsis.rank);
-                    for (int j = 0; j < r; ++j) {
-                        const int i1 = j - (r - part.rank), i2 = j - (r - ellipsis.rank);
-                        const std::int64_t e1 = i1 >= 0 ? part[i1] : 1, e2 = i2 >= 0 ? ellipsis[i2] : 1;
-                        if (e1 != e2 && e1 != 1 && e2 != 1) return std::nullopt;
-                        merged.push_back(e1 == 1 ? e2 : e1);
-                    }
-                    ellipsis = merged;
-                    d += spread;
-                    c += 2;
-                    continue;
-                }
-                const char l = term[c];
-                if (!std::isalpha(static_cast<unsigned char>(l))) return std::nullopt;
-                const std::int64_t e = xs[d++];
-                if (auto it = extent.find(l); it != extent.end() && it->second != e) {
-                    if (it->second == 1) it->second = e;
-                    else if (e != 1) return std::nullopt;
-                } else if (it == extent.end())
-                    extent[l] = e;
-                ++count[l];
-            }
-        }
-        std::string outt;
-        if (arrow != std::string::npos) outt = eq.substr(arrow + 2);
-        else {  // implicit: the ellipsis, then the letters used once, in alphabetical order
-            outt = ellipsis.rank ? "..." : "";
-            for (auto& [l, c] : count) if (c == 1) outt += l;
-        }
+        std::vector<shape> shapes;
+        for (int i = 0; i < n.input_size(); ++i) shapes.push_back(g_.shape_of(as_value(n.input(i), who)));
+        const auto p = plan_einsum(a.get_string("equation", ""), shapes);
+        if (!p) return std::nullopt;
         shape out;
-        for (std::size_t c = 0; c < outt.size(); ++c) {
-            if (outt.compare(c, 3, "...") == 0) {
-                if (out.rank + ellipsis.rank > max_rank) return std::nullopt;
-                for (int j = 0; j < ellipsis.rank; ++j) out.push_back(ellipsis[j]);
-                c += 2;
-                continue;
-            }
-            auto it = extent.find(outt[c]);
-            if (it == extent.end() || out.rank >= max_rank) return std::nullopt;
-            out.push_back(it->second);
-        }
+        for (char l : p->out) out.push_back(p->extent.at(l));
         return out;
     }
 

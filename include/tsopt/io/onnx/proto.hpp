@@ -12,6 +12,10 @@
 #ifndef ONNX_NAMESPACE
 #define ONNX_NAMESPACE onnx
 #endif
+#include <map>
+#include <optional>
+#include <cctype>
+#include <algorithm>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -261,6 +265,124 @@ private:
     const pb::NodeProto& n_;
     std::string who_;
 };
+
+// ONNX Slice on a tensor of shape x, clamped as the specification says: per
+// axis the first index read, the step and the extent taken (0: empty).
+// Missing axes are 0, 1, ...; missing steps are 1.
+struct slice_bounds {
+    std::vector<std::int64_t> lo, step;
+    shape out;
+};
+inline slice_bounds onnx_slice_bounds(const shape& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& ends,
+                                      std::vector<std::int64_t> axes, std::vector<std::int64_t> steps, const std::string& who) {
+    const int r = x.rank;
+    if (axes.empty()) for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+        throw error(who + ": starts, ends, axes and steps differ in length");
+    slice_bounds b{std::vector<std::int64_t>(static_cast<std::size_t>(r), 0), std::vector<std::int64_t>(static_cast<std::size_t>(r), 1), x};
+    unsigned seen = 0;
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+        std::int64_t d = axes[k];
+        if (d < -r || d >= r) throw error(who + ": axis " + std::to_string(d) + " is outside [-" + std::to_string(r) + ", " + std::to_string(r) + ")");
+        if (d < 0) d += r;
+        if ((seen >> d) & 1u) throw error(who + ": axis " + std::to_string(d) + " is sliced twice");
+        seen |= 1u << d;
+        const std::int64_t ext = x[static_cast<int>(d)], st = steps[k];
+        if (st == 0) throw error(who + ": step 0");
+        auto clamped = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::clamp(v < 0 ? v + ext : v, lo, hi); };
+        const std::int64_t from = st > 0 ? clamped(starts[k], 0, ext) : clamped(starts[k], -1, ext - 1);
+        const std::int64_t to = st > 0 ? clamped(ends[k], 0, ext) : clamped(ends[k], -1, ext - 1);
+        b.lo[static_cast<std::size_t>(d)] = from;
+        b.step[static_cast<std::size_t>(d)] = st;
+        b.out[static_cast<int>(d)] = st > 0 ? std::max<std::int64_t>(0, (to - from + st - 1) / st) : std::max<std::int64_t>(0, (from - to - st - 1) / -st);
+    }
+    return b;
+}
+
+// An Einsum equation over operands of the given shapes, with every ellipsis
+// written out as letters the equation does not use (right-aligned and
+// broadcast like ONNX says) and the implicit output made explicit (the
+// ellipsis, then the letters used once, in alphabetical order): per operand
+// its letters, the output's letters, and each letter's extent. No value
+// where the equation does not fit the shapes.
+struct einsum_plan {
+    std::vector<std::string> terms;
+    std::string out;
+    std::map<char, std::int64_t> extent;
+};
+inline std::optional<einsum_plan> plan_einsum(const std::string& equation, const std::vector<shape>& shapes) {
+    std::string eq;
+    for (char c : equation) if (c != ' ') eq += c;
+    const auto arrow = eq.find("->");
+    std::vector<std::string> terms(1);
+    for (char c : eq.substr(0, arrow)) {
+        if (c == ',') terms.emplace_back();
+        else terms.back() += c;
+    }
+    if (terms.size() != shapes.size()) return std::nullopt;
+    std::string fresh;  // letters for the ellipsis axes
+    for (char c = 'A'; c <= 'Z'; ++c) if (eq.find(c) == std::string::npos) fresh += c;
+    for (char c = 'a'; c <= 'z'; ++c) if (eq.find(c) == std::string::npos) fresh += c;
+    int ellipsis = 0;
+    for (std::size_t k = 0; k < terms.size(); ++k)
+        if (const auto dots = terms[k].find("..."); dots != std::string::npos)
+            ellipsis = std::max(ellipsis, shapes[k].rank - static_cast<int>(terms[k].size() - 3));
+    if (ellipsis > static_cast<int>(fresh.size())) return std::nullopt;
+    auto spread = [&](std::string t, int n) {  // "..." as the last n of the ellipsis letters
+        if (const auto dots = t.find("..."); dots != std::string::npos) t.replace(dots, 3, fresh.substr(static_cast<std::size_t>(ellipsis - n), static_cast<std::size_t>(n)));
+        return t;
+    };
+    einsum_plan p;
+    std::map<char, int> count;
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+        const shape& xs = shapes[k];
+        const bool dots = terms[k].find("...") != std::string::npos;
+        const int n = xs.rank - static_cast<int>(terms[k].size()) + (dots ? 3 : 0);
+        if (n < 0 || (!dots && n != 0)) return std::nullopt;
+        p.terms.push_back(spread(terms[k], n));
+        for (std::size_t d = 0; d < p.terms[k].size(); ++d) {
+            const char l = p.terms[k][d];
+            if (!std::isalpha(static_cast<unsigned char>(l))) return std::nullopt;
+            const std::int64_t e = xs[static_cast<int>(d)];
+            auto [it, added] = p.extent.emplace(l, e);
+            if (!added && it->second != e) {
+                if (it->second == 1) it->second = e;
+                else if (e != 1) return std::nullopt;
+            }
+            if (terms[k].find(l) != std::string::npos) ++count[l];  // ellipsis letters are not "used once"
+        }
+    }
+    if (arrow != std::string::npos) {
+        p.out = spread(eq.substr(arrow + 2), ellipsis);
+    } else {
+        p.out = fresh.substr(0, static_cast<std::size_t>(ellipsis));
+        for (auto& [l, c] : count) if (c == 1) p.out += l;
+    }
+    if (static_cast<int>(p.out.size()) > max_rank) return std::nullopt;
+    for (char l : p.out)
+        if (!p.extent.count(l)) return std::nullopt;
+    return p;
+}
+
+// Elements of a row-major tensor of shape x read by a slice, in order.
+template <class T>
+std::vector<T> sliced(const std::vector<T>& v, const shape& x, const slice_bounds& b) {
+    std::vector<T> out;
+    out.reserve(static_cast<std::size_t>(b.out.elements()));
+    std::vector<std::int64_t> st(static_cast<std::size_t>(x.rank), 1), idx(static_cast<std::size_t>(x.rank), 0);
+    for (int d = x.rank - 2; d >= 0; --d) st[static_cast<std::size_t>(d)] = st[static_cast<std::size_t>(d + 1)] * x[d + 1];
+    for (std::int64_t k = 0, total = b.out.elements(); k < total; ++k) {
+        std::int64_t off = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d) off += (b.lo[d] + idx[d] * b.step[d]) * st[d];
+        out.push_back(v[static_cast<std::size_t>(off)]);
+        for (int d = x.rank - 1; d >= 0; --d) {
+            if (++idx[static_cast<std::size_t>(d)] < b.out[d]) break;
+            idx[static_cast<std::size_t>(d)] = 0;
+        }
+    }
+    return out;
+}
 
 }  // namespace detail
 

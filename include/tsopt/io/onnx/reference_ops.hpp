@@ -369,42 +369,11 @@ inline std::vector<tensor<float>> slice_impl(const node& n, std::span<const tens
     pb::NodeProto blob = opaque_attributes(*n.opaque);
     onnx_inputs args(blob, in);
     const tensor<float>& x = args.value(n, 0);
-    const int r = x.shape.rank;
-    const auto starts = args.ints(n, 1), ends = args.ints(n, 2);
-    std::vector<std::int64_t> axes, steps(starts.size(), 1);
-    if (args.has(3)) axes = args.ints(n, 3);
-    else for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
-    if (args.has(4)) steps = args.ints(n, 4);
-    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-        throw error(n.describe() + ": starts, ends, axes and steps differ in length");
-    std::vector<std::int64_t> lo(static_cast<std::size_t>(r), 0), step(static_cast<std::size_t>(r), 1);
-    shape o = x.shape;
-    for (std::size_t k = 0; k < starts.size(); ++k) {
-        std::int64_t d = axes[k];
-        if (d < -r || d >= r) throw error(n.describe() + ": axis " + std::to_string(d) + " is outside [-rank, rank) for rank " + std::to_string(r));
-        if (d < 0) d += r;
-        const std::int64_t ext = x.shape[static_cast<int>(d)], st = steps[k];
-        if (st == 0) throw error(n.describe() + ": step 0");
-        auto clamped = [&](std::int64_t v, std::int64_t mn, std::int64_t mx) { return std::clamp(v < 0 ? v + ext : v, mn, mx); };
-        const std::int64_t b = st > 0 ? clamped(starts[k], 0, ext) : clamped(starts[k], -1, ext - 1);
-        const std::int64_t e = st > 0 ? clamped(ends[k], 0, ext) : clamped(ends[k], -1, ext - 1);
-        lo[static_cast<std::size_t>(d)] = b;
-        step[static_cast<std::size_t>(d)] = st;
-        o[static_cast<int>(d)] = st > 0 ? std::max<std::int64_t>(0, (e - b + st - 1) / st) : std::max<std::int64_t>(0, (b - e - st - 1) / -st);
-    }
-    if (!(o == n.shapes[0])) throw error(n.describe() + ": slice gives " + o.str() + ", the node declares " + n.shapes[0].str());
-    tensor<float> out(o);
-    const auto xs = strides_of(x.shape);
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
-    for (std::size_t k = 0; k < out.data.size(); ++k) {
-        std::int64_t off = 0;
-        for (std::size_t d = 0; d < static_cast<std::size_t>(r); ++d) off += (lo[d] + idx[d] * step[d]) * xs[d];
-        out.data[k] = x.data[static_cast<std::size_t>(off)];
-        for (int d = r - 1; d >= 0; --d) {
-            if (++idx[static_cast<std::size_t>(d)] < o[d]) break;
-            idx[static_cast<std::size_t>(d)] = 0;
-        }
-    }
+    const auto bounds = onnx_slice_bounds(x.shape, args.ints(n, 1), args.ints(n, 2), args.has(3) ? args.ints(n, 3) : std::vector<std::int64_t>{},
+                                          args.has(4) ? args.ints(n, 4) : std::vector<std::int64_t>{}, n.describe());
+    if (!(bounds.out == n.shapes[0])) throw error(n.describe() + ": slice gives " + bounds.out.str() + ", the node declares " + n.shapes[0].str());
+    tensor<float> out(bounds.out);
+    out.data = sliced(x.data, x.shape, bounds);
     return {std::move(out)};
 }
 
@@ -437,51 +406,24 @@ inline std::vector<tensor<float>> gather_impl(const node& n, std::span<const ten
     return {std::move(out)};
 }
 
-// Einsum over float tensors: every letter's extent from the operands, the
-// output's letters from "->" or, implicitly, the letters used once in
-// alphabetical order; the sum runs over the rest (MaxViT's attention,
-// "BGHID,BGHJD->BGHIJ"). Spaces are ignored; an ellipsis is refused.
+// Einsum over float tensors (plan_einsum: letters, extents, the output's
+// letters); the sum runs over the letters not in the output (MaxViT's
+// attention, "B G H I D, B G H J D -> B G H I J").
 inline std::vector<tensor<float>> einsum_impl(const node& n, std::span<const tensor<float>* const> in) {
     pb::NodeProto blob = opaque_attributes(*n.opaque);
     attributes at(blob, n.describe());
-    std::string eq;
-    for (char c : at.get_string("equation", "")) if (c != ' ') eq += c;
-    if (eq.find("...") != std::string::npos) throw error(n.describe() + ": an Einsum equation with an ellipsis has no reference implementation");
-    const auto arrow = eq.find("->");
-    const std::string lhs = eq.substr(0, arrow);
-    std::vector<std::string> terms(1);
-    for (char c : lhs) {
-        if (c == ',') terms.emplace_back();
-        else terms.back() += c;
-    }
-    if (terms.size() != in.size()) throw error(n.describe() + ": equation '" + eq + "' names " + std::to_string(terms.size()) + " operands, the node has " + std::to_string(in.size()));
-    std::map<char, std::int64_t> extent, uses;
-    for (std::size_t k = 0; k < terms.size(); ++k) {
-        if (static_cast<int>(terms[k].size()) != in[k]->shape.rank)
-            throw error(n.describe() + ": operand " + std::to_string(k) + " has rank " + std::to_string(in[k]->shape.rank) + ", term '" + terms[k] + "' has " + std::to_string(terms[k].size()) + " letters");
-        for (std::size_t d = 0; d < terms[k].size(); ++d) {
-            const char l = terms[k][d];
-            if (!std::isalpha(static_cast<unsigned char>(l))) throw error(n.describe() + ": equation '" + eq + "' has '" + l + "' where a letter belongs");
-            const std::int64_t e = in[k]->shape[static_cast<int>(d)];
-            auto [it, fresh] = extent.emplace(l, e);
-            if (!fresh && it->second != e) {
-                if (it->second == 1) it->second = e;
-                else if (e != 1) throw error(n.describe() + ": letter '" + l + "' has extents " + std::to_string(it->second) + " and " + std::to_string(e));
-            }
-            ++uses[l];
-        }
-    }
-    std::string outt;
-    if (arrow != std::string::npos) outt = eq.substr(arrow + 2);
-    else for (auto& [l, c] : uses) if (c == 1) outt += l;
+    const std::string eq = at.get_string("equation", "");
+    std::vector<shape> shapes;
+    for (const auto* x : in) shapes.push_back(x->shape);
+    const auto plan = plan_einsum(eq, shapes);
+    if (!plan) throw error(n.describe() + ": equation '" + eq + "' does not fit its operands");
+    const std::vector<std::string>& terms = plan->terms;
+    const std::string& outt = plan->out;
     // Output letters first, then the summed ones: one odometer over all.
     std::string all = outt;
-    for (auto& [l, e] : extent) if (outt.find(l) == std::string::npos) all += l;
+    for (auto& [l, e] : plan->extent) if (outt.find(l) == std::string::npos) all += l;
     std::vector<std::int64_t> ext;
-    for (char l : all) {
-        if (!extent.count(l)) throw error(n.describe() + ": output letter '" + l + "' is in no operand");
-        ext.push_back(extent[l]);
-    }
+    for (char l : all) ext.push_back(plan->extent.at(l));
     std::int64_t out_count = 1, sum_count = 1;
     for (std::size_t j = 0; j < all.size(); ++j) (j < outt.size() ? out_count : sum_count) *= ext[j];
     tensor<float> out(n.shapes[0]);
