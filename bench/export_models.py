@@ -77,6 +77,16 @@ def build(name):
     return m, torch.randn(1, 3, size, size)
 
 
+def register_missing_symbolics(opset):
+    """Operators PyTorch 1.13's exporter cannot write that torchvision uses.
+
+    aten::zero: Swin V2 zeroes the key bias in place (qkv_bias[C:2C].zero_())
+    before the attention; zeros of the input's shape are what it computes."""
+    def zero(g, self):
+        return g.op("ConstantOfShape", g.op("Shape", self))
+    torch.onnx.register_custom_op_symbolic("aten::zero", zero, opset)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir")
@@ -86,6 +96,7 @@ def main():
     ap.add_argument("--force", action="store_true", help="export again even when OUTDIR/<name>.onnx exists")
     args = ap.parse_args()
     torch.manual_seed(0)
+    register_missing_symbolics(args.opset)
     tv = torchvision.models.list_models(module=torchvision.models)
     names = ISSUE_SET if args.set == "issue" else tv if args.set == "torchvision" else ISSUE_SET + [n for n in tv if n not in ISSUE_SET]
     if args.only:

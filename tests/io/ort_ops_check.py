@@ -8,7 +8,7 @@ backend with tsopt::onnx::install_reference_ops), and the outputs compared
 emits for torchvision backbones and transformer encoders (opsets 13-17):
 Clip, HardSwish, HardSigmoid, Erf, ReduceMean/ReduceSum, Pow, Sqrt, Div,
 Sub, LayerNormalization, Where, Expand, Cast, pooling with ceil_mode and
-count_include_pad, Slice, Gather, Einsum, constant subgraphs folded at
+count_include_pad, Slice, Gather, Einsum, Pad, ReduceL2, constant subgraphs folded at
 import (Swin's attention mask), ...
 
 Exit 77 (meson: skipped) when onnx/onnxruntime/numpy cannot be installed.
@@ -103,6 +103,16 @@ def cases(np, helper, T, nh):
         {"a": x3[0], "b": rng.standard_normal((16, 7)).astype(np.float32)}, {}, 17
     yield "einsum_ellipsis_implicit", [n("Einsum", ["a", "b"], ["y"], equation="...ij,...jk")], \
         {"a": rng.standard_normal((2, 5, 4)).astype(np.float32), "b": rng.standard_normal((2, 4, 3)).astype(np.float32)}, {}, 17
+    # Pads the spec's pad does not take (Swin V2: the last axes; other modes,
+    # a value, cropping), L2 norms (F.normalize), Unsqueeze/Squeeze of a
+    # computed tensor (reshapes).
+    yield "pad_constant_last_axes", [n("Pad", ["x", "p", "v"], ["y"])], {"x": x3}, {"p": i64([0, 1, -2, 0, 2, 3]), "v": f32(1.5)}, 17
+    yield "pad_reflect", [n("Pad", ["x", "p"], ["y"], mode="reflect")], {"x": x3}, {"p": i64([0, 2, 3, 0, 4, 5])}, 17
+    yield "pad_edge", [n("Pad", ["x", "p"], ["y"], mode="edge")], {"x": x4}, {"p": i64([0, 2, 1, 0, 0, 0, 3, 1])}, 17
+    yield "reducel2", [n("ReduceL2", ["x"], ["y"], axes=[-1])], {"x": x3}, {}, 17
+    yield "reducesumsquare", [n("ReduceSumSquare", ["x"], ["y"], axes=[1], keepdims=0)], {"x": x3}, {}, 17
+    yield "unsqueeze_squeeze", [n("Relu", ["x"], ["r"]), n("Unsqueeze", ["r", "a"], ["u"]), n("Relu", ["u"], ["ru"]),
+                                n("Squeeze", ["ru", "a"], ["y"])], {"x": x3}, {"a": i64([0, 3])}, 17
     # Swin's shifted-window mask: built from constants (zeros, ScatterND,
     # Sub, Equal, Not, Where, Cast), folded at import, added to the input.
     mask = [n("ConstantOfShape", ["ms"], ["z"]), n("ScatterND", ["z", "mi", "mu"], ["m"]),

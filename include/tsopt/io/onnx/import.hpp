@@ -459,6 +459,35 @@ private:
         if (a < -rank || a >= rank) throw error(who + ": axis " + std::to_string(a) + " is outside [-" + std::to_string(rank) + ", " + std::to_string(rank) + ")");
         return a < 0 ? a + rank : a;
     }
+    // The shape Unsqueeze or Squeeze gives x with these axes; none beyond
+    // max_rank.
+    std::optional<shape> squeezed(bool unsqueeze, const shape& x, const std::vector<std::int64_t>& axes, const attributes& a,
+                                  const std::string& who) const {
+        if (opset_ >= 13 && a.has("axes")) a.fail("axes", "is an input from opset 13 on, not an attribute");
+        shape out;
+        if (unsqueeze) {
+            std::int64_t r = x.rank + static_cast<std::int64_t>(axes.size());
+            if (r > max_rank) return std::nullopt;
+            std::vector<bool> ins(static_cast<std::size_t>(r), false);
+            for (auto ax : axes) {
+                auto k = static_cast<std::size_t>(norm_axis(ax, r, who));
+                if (ins[k]) throw error(who + ": axis " + std::to_string(ax) + " is repeated");
+                ins[k] = true;
+            }
+            for (std::int64_t d = 0, j = 0; d < r; ++d) out.push_back(ins[static_cast<std::size_t>(d)] ? 1 : x[static_cast<int>(j++)]);
+            return out;
+        }
+        std::vector<bool> drop(static_cast<std::size_t>(x.rank), axes.empty());
+        for (auto ax : axes) drop[static_cast<std::size_t>(norm_axis(ax, x.rank, who))] = true;
+        for (int d = 0; d < x.rank; ++d) {
+            if (drop[static_cast<std::size_t>(d)] && x[d] != 1) {
+                if (!axes.empty()) throw error(who + ": cannot squeeze axis " + std::to_string(d) + " of extent " + std::to_string(x[d]));
+                drop[static_cast<std::size_t>(d)] = false;
+            }
+            if (!drop[static_cast<std::size_t>(d)]) out.push_back(x[d]);
+        }
+        return out;
+    }
     static std::vector<std::int64_t> strides(const shape& s) {
         std::vector<std::int64_t> st(static_cast<std::size_t>(s.rank), 1);
         for (int d = s.rank - 2; d >= 0; --d) st[static_cast<std::size_t>(d)] = st[static_cast<std::size_t>(d + 1)] * s[d + 1];
@@ -693,29 +722,10 @@ private:
                 }
         } else if (t == "Unsqueeze" || t == "Squeeze") {
             std::vector<std::int64_t> axes = in.size() > 1 && !in[1].v.empty() ? ints(in[1].v) : a.get_ints("axes", {});
-            if (opset_ >= 13 && a.has("axes")) a.fail("axes", "is an input from opset 13 on, not an attribute");
+            auto s = squeezed(t == "Unsqueeze", x.s, axes, a, who);
+            if (!s) return false;
+            out.s = *s;
             out.v = x.v;
-            if (t == "Unsqueeze") {
-                std::int64_t r = x.s.rank + static_cast<std::int64_t>(axes.size());
-                if (r > max_rank) return false;
-                std::vector<bool> ins(static_cast<std::size_t>(r), false);
-                for (auto ax : axes) {
-                    auto k = static_cast<std::size_t>(norm_axis(ax, r, who));
-                    if (ins[k]) throw error(who + ": axis " + std::to_string(ax) + " is repeated");
-                    ins[k] = true;
-                }
-                for (std::int64_t d = 0, j = 0; d < r; ++d) out.s.push_back(ins[static_cast<std::size_t>(d)] ? 1 : x.s[static_cast<int>(j++)]);
-            } else {
-                std::vector<bool> drop(static_cast<std::size_t>(x.s.rank), axes.empty());
-                for (auto ax : axes) drop[static_cast<std::size_t>(norm_axis(ax, x.s.rank, who))] = true;
-                for (int d = 0; d < x.s.rank; ++d) {
-                    if (drop[static_cast<std::size_t>(d)] && x.s[d] != 1) {
-                        if (!axes.empty()) throw error(who + ": cannot squeeze axis " + std::to_string(d) + " of extent " + std::to_string(x.s[d]));
-                        drop[static_cast<std::size_t>(d)] = false;
-                    }
-                    if (!drop[static_cast<std::size_t>(d)]) out.s.push_back(x.s[d]);
-                }
-            }
         } else if (t == "Concat") {
             if (!a.has("axis")) a.fail("axis", "is required");
             std::int64_t axis = norm_axis(a.get_int("axis", 0), x.s.rank, who);
@@ -963,6 +973,13 @@ private:
                 r[infer_at] = s.elements() / known;
             }
             return {g_.reshape(x, r, out)};
+        }
+        if (t == "Unsqueeze" || t == "Squeeze") {  // of a computed tensor: a reshape (a view)
+            if (!none_but({"axes"}) || (has_in(n, 1) && !const_of(n.input(1)))) return {};
+            value x = in(n, 0, who);
+            auto s = squeezed(t == "Unsqueeze", g_.shape_of(x), has_in(n, 1) ? const_ints(n, 1, who, "axes") : a.get_ints("axes", {}), a, who);
+            if (!s) return {};
+            return {g_.reshape(x, *s, out)};
         }
         if (t == "Flatten") {
             if (!none_but({"axis"})) return {};

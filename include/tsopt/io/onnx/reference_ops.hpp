@@ -276,8 +276,8 @@ inline std::vector<tensor<float>> layernorm_impl(const node& n, std::span<const 
 // attribute (ReduceMean before opset 18) or the second input (ReduceSum from
 // opset 13); keepdims, noop_with_empty_axes.
 template <class F>
-opaque_fn reduce(F f, float init, bool mean) {
-    return [f, init, mean](const node& n, std::span<const tensor<float>* const> in) -> std::vector<tensor<float>> {
+opaque_fn reduce(F f, float init, bool mean, float (*finish)(float) = nullptr) {
+    return [f, init, mean, finish](const node& n, std::span<const tensor<float>* const> in) -> std::vector<tensor<float>> {
         pb::NodeProto blob = opaque_attributes(*n.opaque);
         attributes at(blob, n.describe());
         onnx_inputs args(blob, in);
@@ -303,6 +303,8 @@ opaque_fn reduce(F f, float init, bool mean) {
             float count = static_cast<float>(x.shape.elements() / kept.elements());
             for (auto& v : acc.data) v /= count;
         }
+        if (finish)
+            for (auto& v : acc.data) v = finish(v);
         acc.shape = n.shapes[0];
         return {std::move(acc)};
     };
@@ -456,6 +458,67 @@ inline std::vector<tensor<float>> einsum_impl(const node& n, std::span<const ten
     return {std::move(out)};
 }
 
+// Pad in any mode (constant with its value, reflect, edge) on any axes,
+// negative pads cropping: what the importer does not map to the spec's pad
+// (Swin V2 pads the last axes of rank-4 tensors).
+inline std::vector<tensor<float>> pad_impl(const node& n, std::span<const tensor<float>* const> in) {
+    pb::NodeProto blob = opaque_attributes(*n.opaque);
+    attributes at(blob, n.describe());
+    onnx_inputs args(blob, in);
+    const tensor<float>& x = args.value(n, 0);
+    const int r = x.shape.rank;
+    const std::string mode = at.get_string("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge") at.fail("mode", "has unknown value '" + mode + "' (constant, reflect or edge)");
+    const auto pads = args.ints(n, 1);
+    float value = 0;
+    if (args.has(2)) {
+        const auto& v = args.slots[2].value ? *args.slots[2].value : to_float_tensor(*args.slots[2].constant, n.describe() + ": constant_value");
+        if (v.data.size() != 1) throw error(n.describe() + ": constant_value must hold one value");
+        value = v.data[0];
+    }
+    std::vector<std::int64_t> axes;
+    if (args.has(3)) axes = args.ints(n, 3);
+    else for (int d = 0; d < r; ++d) axes.push_back(d);
+    if (pads.size() != 2 * axes.size()) throw error(n.describe() + ": pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+    std::vector<std::int64_t> begin(static_cast<std::size_t>(r), 0);
+    shape o = x.shape;
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+        std::int64_t d = axes[k] < 0 ? axes[k] + r : axes[k];
+        if (d < 0 || d >= r) throw error(n.describe() + ": axis " + std::to_string(axes[k]) + " is outside [-rank, rank) for rank " + std::to_string(r));
+        begin[static_cast<std::size_t>(d)] = pads[k];
+        o[static_cast<int>(d)] += pads[k] + pads[k + axes.size()];
+        if (mode != "constant" && x.shape[static_cast<int>(d)] == 0) throw error(n.describe() + ": " + mode + " padding of an empty axis");
+    }
+    if (!(o == n.shapes[0])) throw error(n.describe() + ": padding gives " + o.str() + ", the node declares " + n.shapes[0].str());
+    tensor<float> out(o);
+    const auto xs = strides_of(x.shape);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
+    for (std::size_t k = 0; k < out.data.size(); ++k) {
+        std::int64_t off = 0;
+        bool inside = true;
+        for (std::size_t d = 0; d < idx.size(); ++d) {
+            const std::int64_t ext = x.shape[static_cast<int>(d)];
+            std::int64_t i = idx[d] - begin[d];
+            if (i < 0 || i >= ext) {
+                if (mode == "constant") { inside = false; break; }
+                if (mode == "edge") i = std::clamp<std::int64_t>(i, 0, ext - 1);
+                else {  // reflect, without repeating the edge; period 2 (ext - 1)
+                    const std::int64_t period = std::max<std::int64_t>(1, 2 * (ext - 1));
+                    i = ((i % period) + period) % period;
+                    if (i >= ext) i = period - i;
+                }
+            }
+            off += i * xs[d];
+        }
+        out.data[k] = inside ? x.data[static_cast<std::size_t>(off)] : value;
+        for (int d = r - 1; d >= 0; --d) {
+            if (++idx[static_cast<std::size_t>(d)] < o[d]) break;
+            idx[static_cast<std::size_t>(d)] = 0;
+        }
+    }
+    return {std::move(out)};
+}
+
 // Whether an opaque node is of the default ONNX domain, the only one these
 // implementations follow (a custom domain may reuse a type name).
 inline bool default_domain(const node& n) { return n.opaque->domain.empty() || n.opaque->domain == "ai.onnx"; }
@@ -508,6 +571,9 @@ inline void install_reference_ops(backend::reference& r) {
     r.opaque_impls["ReduceMean"] = detail::reduce([](float a, float b) { return a + b; }, 0.f, true);
     r.opaque_impls["ReduceMax"] = detail::reduce([](float a, float b) { return std::max(a, b); }, -std::numeric_limits<float>::infinity(), false);
     r.opaque_impls["ReduceMin"] = detail::reduce([](float a, float b) { return std::min(a, b); }, std::numeric_limits<float>::infinity(), false);
+    r.opaque_impls["ReduceL1"] = detail::reduce([](float a, float b) { return a + std::fabs(b); }, 0.f, false);
+    r.opaque_impls["ReduceL2"] = detail::reduce([](float a, float b) { return a + b * b; }, 0.f, false, [](float v) { return std::sqrt(v); });
+    r.opaque_impls["ReduceSumSquare"] = detail::reduce([](float a, float b) { return a + b * b; }, 0.f, false);
     r.opaque_impls["ReduceProd"] = detail::reduce([](float a, float b) { return a * b; }, 1.f, false);
     r.opaque_impls["Where"] = detail::where_impl;
     r.opaque_impls["Expand"] = detail::expand_impl;
@@ -515,6 +581,7 @@ inline void install_reference_ops(backend::reference& r) {
     r.opaque_impls["Slice"] = detail::slice_impl;
     r.opaque_impls["Gather"] = detail::gather_impl;
     r.opaque_impls["Einsum"] = detail::einsum_impl;
+    r.opaque_impls["Pad"] = detail::pad_impl;
     for (auto& [type, fn] : r.opaque_impls)
         fn = [fn = std::move(fn)](const node& n, std::span<const tensor<float>* const> in) {
             if (!detail::default_domain(n))
