@@ -1,6 +1,7 @@
 // Writes the io sample graphs and every zoo model (test size) as ONNX files
 // with reference-backend inputs and outputs, for tests/io/ort_check.py:
 //   export_samples DIR  ->  DIR/<model>.onnx, DIR/<model>/input_i.pb, output_i.pb
+// (one model keeps its weights in external data, DIR/<model>.onnx.data)
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,11 +27,15 @@ int main(int argc, char** argv) try {
     fs::path dir = argv[1];
     fs::create_directories(dir);
     std::vector<std::pair<std::string, graph>> models = {{"conv_net", io_samples::conv_net()},
-                                                         {"matmul_net", io_samples::matmul_net()}};
+                                                         {"matmul_net", io_samples::matmul_net()},
+                                                         // weights in conv_net_external_data.onnx.data
+                                                         {"conv_net_external_data", io_samples::conv_net()}};
     for (const auto& zm : zoo::models()) models.push_back({std::string(zm.name), zm.build(io_samples::zoo_small(zm.name))});
     backend::reference ref;
     for (auto& [name, g] : models) {
-        tsopt::onnx::save(g, (dir / (name + ".onnx")).string(), {.opset = name == "matmul_net" ? 13 : 17});
+        tsopt::onnx::export_options o{.opset = name == "matmul_net" ? 13 : 17};
+        if (name.ends_with("_external_data")) o.max_embedded_bytes = 0;
+        tsopt::onnx::save(g, (dir / (name + ".onnx")).string(), o);
         auto in = backend::random_inputs(g, 11);
         auto out = ref.execute(g, in);
         fs::create_directories(dir / name);

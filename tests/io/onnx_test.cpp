@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+#include <unistd.h>
 
 #include "tsopt/onnx.hpp"
 #include "samples.hpp"
@@ -1008,4 +1010,58 @@ TEST_CASE("round trip: smul of a rank-0 tensor by a [1] scalar keeps rank 0 (fou
     graph h = round_trip(g);
     CHECK(h.shape_of(h.outputs[0]).rank == 0);
     CHECK(max_error(g, h) == 0);
+}
+
+namespace {
+// A fresh, empty directory for one test's files.
+std::filesystem::path fresh_directory(const std::string& name) {
+    auto d = std::filesystem::temp_directory_path() / ("tsopt_onnx_test_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    return d;
+}
+void write_bytes(const std::filesystem::path& p, const std::string& bytes) {
+    std::ofstream f(p, std::ios::binary);
+    f << bytes;
+}
+}  // namespace
+
+TEST_CASE("external data: weights written beside the model are read back; the locations are checked") {
+    const auto dir = fresh_directory("external");
+    const graph g = conv_net();
+    ox::export_options o;
+    o.max_embedded_bytes = 0;  // as if the model were over 2 GiB
+    const std::string path = (dir / "net.onnx").string();
+    ox::save(g, path, o);
+    REQUIRE(std::filesystem::exists(dir / "net.onnx.data"));
+    CHECK(std::filesystem::file_size(dir / "net.onnx.data") > 0);
+    graph h = ox::read_model(path).graph;
+    CHECK(ops_of(h) == ops_of(g));
+    CHECK(max_error(g, h) == 0);
+    // From memory: the exported bytes and the data they name.
+    const ox::model_files f = ox::to_files(g, "w.bin", o);
+    CHECK(f.data_location == "w.bin");
+    CHECK(max_error(g, ox::import_model(f.model, {}, ox::external_bytes("w.bin", f.data)).graph) == 0);
+    // Without a place to read it from, the weight at fault is named.
+    CHECK_THROWS_WITH_AS(ox::import_model(f.model), doctest::Contains("external tensor data, and no place to read it from"), error);
+    // A model that fits keeps its weights inside and writes no data file.
+    ox::save(g, (dir / "small.onnx").string());
+    CHECK_FALSE(std::filesystem::exists(dir / "small.onnx.data"));
+
+    // Edited locations: outside the directory, absolute, missing, truncated.
+    auto with_location = [&](const std::string& location, const std::string& file) {
+        pb::ModelProto m;
+        REQUIRE(m.ParseFromString(f.model));
+        for (auto& t : *m.mutable_graph()->mutable_initializer())
+            for (auto& kv : *t.mutable_external_data())
+                if (kv.key() == "location") kv.set_value(location);
+        write_bytes(dir / file, m.SerializeAsString());
+        return (dir / file).string();
+    };
+    CHECK_THROWS_WITH_AS(ox::read_model(with_location("../net.onnx.data", "up.onnx")), doctest::Contains("leaves the model's directory"), error);
+    CHECK_THROWS_WITH_AS(ox::read_model(with_location("/etc/passwd", "abs.onnx")), doctest::Contains("is not a relative path inside the model's directory"), error);
+    CHECK_THROWS_WITH_AS(ox::read_model(with_location("gone.bin", "gone.onnx")), doctest::Contains("does not exist"), error);
+    write_bytes(dir / "short.bin", f.data.substr(0, f.data.size() / 2));
+    CHECK_THROWS_WITH_AS(ox::read_model(with_location("short.bin", "short.onnx")), doctest::Contains("truncated data file"), error);
+    std::filesystem::remove_all(dir);
 }

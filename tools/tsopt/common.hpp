@@ -299,6 +299,20 @@ inline void write_file(const std::string& path, const std::string& bytes, const 
     }
 }
 
+// A model and its external data file (when the weights went outside).
+inline void write_model_files(const std::string& path, const onnx::model_files& f, const char* what) {
+    try {
+        onnx::save(f, path);
+    } catch (const error& e) {
+        throw write_error(std::string(what) + ": " + e.what());
+    }
+}
+
+// Where a model just exported in memory reads its external data back from.
+inline onnx::external_reader written_data(const onnx::model_files& f) {
+    return f.data_location.empty() ? onnx::external_reader{} : onnx::external_bytes(f.data_location, f.data);
+}
+
 // ---- JSON ----------------------------------------------------------------
 // nlohmann/json, keys in insertion order (the reports read top-down). Every
 // JSON document tsopt writes carries "schema" and "schema_version"; their

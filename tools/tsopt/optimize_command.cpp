@@ -455,10 +455,10 @@ int optimize_command(int argc, char** argv, int first) {
     // outputs with the original's: this checks the search and the export
     // together.
     const auto check_started = std::chrono::steady_clock::now();
-    std::string bytes = onnx::to_bytes(o.chosen, onnx::options_for(model));
+    const onnx::model_files written = onnx::to_files(o.chosen, onnx::data_location_for(s.out), onnx::options_for(model));
     graph back;
     try {
-        back = onnx::import_model(bytes, s.import).graph;
+        back = onnx::import_model(written.model, s.import, written_data(written)).graph;
     } catch (const std::exception& e) {
         throw mismatch_error(std::string("the optimized model does not import back: ") + e.what());
     }
@@ -497,7 +497,7 @@ int optimize_command(int argc, char** argv, int first) {
     const search::derivation* rewrites = &written_rewrites;
     const std::map<std::string, int>& preprocessing = kept_original ? no_uses : rep.preprocessing;
 
-    if (agree) write_file(s.out, bytes, "the optimized model");
+    if (agree) write_model_files(s.out, written, "the optimized model");
     // Where the time went: --budget cuts short measuring, the search and the
     // timing, not reading, writing or verifying the model.
     const auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
@@ -750,7 +750,9 @@ int optimize_command(int argc, char** argv, int first) {
     if (!agree)
         throw mismatch_error("the optimized model's outputs differ from the original's (max relative error " +
                              scientific(err) + " > tolerance " + scientific(s.tolerance) + "); nothing written to " + s.out);
-    out << "  wrote " << s.out << " (" << bytes.size() << " bytes)";
+    out << "  wrote " << s.out << " (" << written.model.size() << " bytes";
+    if (!written.data_location.empty()) out << "; weights in " << written.data_location << ", " << written.data.size() << " bytes";
+    out << ")";
     if (!s.report.empty()) out << ", report " << s.report;
     out << "\n";
     for (const auto& p : pictures) {

@@ -75,10 +75,11 @@ int replay_command(int argc, char** argv, int first) {
         for (const auto& w : s->where) std::cout << " " << w;
         std::cout << ": cost " << s->cost_before << " -> " << s->cost_after << "\n";
     }
-    const std::string bytes = onnx::to_bytes(g, onnx::options_for(model));
-    write_file(out_path, bytes, "the rebuilt model");
+    const onnx::model_files written = onnx::to_files(g, onnx::data_location_for(out_path), onnx::options_for(model));
+    write_model_files(out_path, written, "the rebuilt model");
     std::cout << "tsopt replay: " << k << " rewrite(s) from " << report_path << " applied to " << files[0] << "; wrote "
-              << out_path << " (" << bytes.size() << " bytes)\n";
+              << out_path << " (" << written.model.size() << " bytes"
+              << (written.data_location.empty() ? "" : "; weights in " + written.data_location) << ")\n";
     return exit_code::ok;
 }
 

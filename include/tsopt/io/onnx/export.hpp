@@ -24,6 +24,10 @@ struct export_options {
     std::vector<std::string> output_names{};  // names of the graph outputs (default: producing node's name)
     std::vector<std::pair<std::string, std::int64_t>> other_opsets{};  // opsets of opaque nodes' custom domains
     std::string graph_name = "tsopt";
+    // A model whose serialized size would pass this keeps its initializers
+    // of 1 KiB and more in an external data file (see to_files). Protobuf
+    // cannot write a message over 2 GiB.
+    std::size_t max_embedded_bytes = std::numeric_limits<std::int32_t>::max();
 };
 
 namespace detail {
@@ -536,12 +540,50 @@ inline std::string to_bytes(const graph& g, const export_options& o = {}) {
     auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
     detail::exporter(g, o).run(m);
     std::string s;
-    if (!m.SerializeToString(&s)) throw error("ONNX export: serialization failed (model larger than 2 GiB?)");
+    if (m.ByteSizeLong() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()) || !m.SerializeToString(&s))
+        throw error("ONNX export: the model is over protobuf's 2 GiB limit; write it with save() or to_files(), which keep "
+                    "the weights in an external data file");
     return s;
 }
 
+// A serialized model and, when its weights did not fit in it, the external
+// data file they were moved to (`data_location`, relative to the model's
+// directory; empty `data` when there is none).
+struct model_files {
+    std::string model;
+    std::string data;
+    std::string data_location;
+};
+
+inline model_files to_files(const graph& g, const std::string& data_location, const export_options& o = {}) {
+    google::protobuf::Arena arena;
+    auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
+    detail::exporter(g, o).run(m);
+    model_files f;
+    if (m.ByteSizeLong() > o.max_embedded_bytes) {
+        f.data = outline_initializers(m, data_location);
+        f.data_location = data_location;
+    }
+    if (!m.SerializeToString(&f.model)) throw error("ONNX export: serialization failed");
+    return f;
+}
+
+// The name of the data file written beside `model_path` when the weights
+// go outside: "<model file name>.data".
+inline std::string data_location_for(const std::string& model_path) {
+    return std::filesystem::path(model_path).filename().string() + ".data";
+}
+
+// Writes the data file (if any) before the model, so a model on disk never
+// names data that is not there yet.
+inline void save(const model_files& f, const std::string& path) {
+    if (!f.data_location.empty())
+        io::write_file_atomically(std::filesystem::path(path).parent_path() / f.data_location, f.data);
+    io::write_file_atomically(path, f.model);
+}
+
 inline void save(const graph& g, const std::string& path, const export_options& o = {}) {
-    io::write_file_atomically(path, to_bytes(g, o));
+    save(to_files(g, data_location_for(path), o), path);
 }
 
 // Export options that reproduce an imported model's interface: output names

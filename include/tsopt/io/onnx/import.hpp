@@ -20,6 +20,7 @@
 // headers below need to find onnx/onnx-ml.pb.h (a consumer compiling without
 // -DONNX_ML got "onnx/onnx.pb.h: No such file").
 #include "tsopt/io/onnx/proto.hpp"
+#include "tsopt/io/onnx/external_data.hpp"
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -1714,17 +1715,21 @@ inline void parse_model(std::string_view bytes, pb::ModelProto& m) {
 // Parsed models live on an arena: a model of many nodes is a great many small
 // messages, and freeing them one by one took a tenth of `optimize` on a
 // 100k-node chain.
-inline model import_model(std::string_view bytes, const import_options& o = {}) {
+// External tensor data, if the model has any, comes from `external`
+// (without one such a model is refused when a weight is read).
+inline model import_model(std::string_view bytes, const import_options& o = {}, const external_reader& external = {}) {
     google::protobuf::Arena arena;
     auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
     detail::parse_model(bytes, m);
+    if (external) inline_external_data(m, external);
     return detail::importer(m, o).run();
 }
 inline model import_model(const pb::ModelProto& m, const import_options& o = {}) { return detail::importer(m, o).run(); }
 
 // The file's bytes are read once, at their size, and freed once parsed, so
 // the weights exist twice at most while the graph is built (the parsed model
-// and the graph): a stringstream and its str() copy held four.
+// and the graph): a stringstream and its str() copy held four. External
+// tensor data is read from beside the file.
 inline model read_model(const std::string& path, const import_options& o = {}) {
     std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) throw error("cannot open ONNX file '" + path + "'");
@@ -1739,6 +1744,7 @@ inline model read_model(const std::string& path, const import_options& o = {}) {
             if (!f.read(bytes.data(), size)) throw error("cannot read " + std::to_string(size) + " bytes");
             detail::parse_model(bytes, m);
         }
+        inline_external_data(m, external_files(std::filesystem::path(path).parent_path()));
         return detail::importer(m, o).run();
     } catch (const error& e) {
         throw error(path + ": " + e.what());

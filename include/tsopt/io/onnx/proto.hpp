@@ -113,7 +113,7 @@ inline std::int64_t element_size(std::int32_t t) {
 
 inline void check_stored(const pb::TensorProto& t, const std::string& what) {
     if (t.data_location() == pb::TensorProto::EXTERNAL)
-        throw error(what + ": external tensor data is not supported (save the model with data embedded)");
+        throw error(what + ": external tensor data, and no place to read it from (read the model from its file, or give import_model an external_reader)");
 }
 
 template <class T>
