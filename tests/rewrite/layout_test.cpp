@@ -352,3 +352,34 @@ TEST_CASE("oneDNN computes random NCHW/NHWC mixes of residual networks as the re
         CHECK(relative_error(got[0], want[0]) <= 1e-4);
     }
 }
+
+TEST_CASE("replay locates a layout move by the operators it changes, not by its index") {
+    // Two convolutions: a move for each alone and one for the region they
+    // share (both, their relus and the add). A part extracted again by names may list its nodes in another
+    // order than the search's part, so the move's index can point at another
+    // move (NASNet-Mobile's replay failed so); the names decide.
+    std::mt19937_64 rng(21);
+    graph g;
+    auto x = g.input("x", {1, 16, 28, 28});
+    auto a = g.relu(g.conv2d(x, g.weight("wa", {16, 16, 3, 3}, rng)));
+    auto b = g.relu(g.conv2d(x, g.weight("wb", {16, 16, 3, 3}, rng)));
+    g.mark_output(g.ewadd(a, b));
+    const auto moves = rewrite::layout_moves(g);
+    REQUIRE(moves.size() == 3);
+    search::derivation d;
+    d.fold_weights = false;
+    search::rewrite_step st;
+    st.rule = std::string(search::layout_move_name);
+    st.where = search::layout_changes(g, moves[2]);
+    REQUIRE_FALSE(st.where.empty());
+    REQUIRE(st.where != search::layout_changes(g, moves[0]));
+    st.variant = 0;  // the index of another move
+    d.stages.push_back({.k = search::derivation_stage::kind::search, .steps = {st}});
+    const graph again = search::replay(g, d, {}, cost::analytical{});
+    CHECK(again.hash_of_outputs(graph::weights_by::content) == moves[2].hash_of_outputs(graph::weights_by::content));
+
+    // Operators no move changes together: refused, naming the step.
+    d.stages.front().steps.front().where = {"no-such-operator"};
+    CHECK_THROWS_WITH_AS(search::replay(g, d, {}, cost::analytical{}),
+                         doctest::Contains("none of the graph's 3 layout moves changes exactly those operators"), error);
+}

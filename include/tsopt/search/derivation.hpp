@@ -188,13 +188,25 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
                          std::span<const rewrite::rule> rules, bool layouts, bool fold, rewrite::fold_cache& cache) {
     const std::string what = "replay: " + describe_step(k, s);
     if (s.rule == layout_move_name) {
+        // Located by the operators it changes, as a rule by the operators it
+        // matched: the moves are listed in node order, and a part extracted
+        // again by names may order its nodes otherwise than the part the
+        // search worked on (NASNet-Mobile's replay failed so), so the index
+        // only breaks a tie.
         auto moves = rewrite::layout_moves(g);
-        if (s.variant >= moves.size())
-            throw error(what + ": the graph offers " + std::to_string(moves.size()) + " layout moves, the step names move " +
-                        std::to_string(s.variant));
-        if (layout_changes(g, moves[s.variant]) != s.where)
-            throw error(what + ": layout move " + std::to_string(s.variant) + " changes other operators");
-        return fold ? rewrite::fold_constants(moves[s.variant], cache) : std::move(moves[s.variant]);
+        std::vector<std::size_t> same;
+        for (std::size_t k = 0; k < moves.size(); ++k)
+            if (layout_changes(g, moves[k]) == s.where) same.push_back(k);
+        if (same.empty())
+            throw error(what + ": none of the graph's " + std::to_string(moves.size()) + " layout moves changes exactly those operators");
+        std::size_t k = same.front();
+        if (same.size() > 1) {
+            if (std::ranges::find(same, s.variant) == same.end())
+                throw error(what + ": " + std::to_string(same.size()) + " layout moves change those operators, and move " +
+                            std::to_string(s.variant) + " is not one of them");
+            k = s.variant;
+        }
+        return fold ? rewrite::fold_constants(moves[k], cache) : std::move(moves[k]);
     }
     auto it = by_name.find(s.rule);
     if (it == by_name.end()) throw error(what + ": no rule of that name in the rule set");
