@@ -273,6 +273,8 @@ TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
     CHECK(h > 0);
     // Different timing methods never share a cache file.
     CHECK(cold.measurements().machine() != hot.measurements().machine());
+    // Nor do different thread counts: the key names them.
+    CHECK(hot.measurements().machine().find(" | " + std::to_string(backend::dnnl_impl::compute_threads()) + " threads") != std::string::npos);
     if (!backend::can_evict_from_cache) return;
     if (h > 1.0) {
         // ~20 us of work taking over a millisecond: every round lost its
