@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tsopt against the runtimes users already have, side by side in one run.
 
-For each real model (ONNX exported from PyTorch by bench/export_models.py)
-and each thread count: `tsopt optimize` once, then R interleaved rounds of
+For each model in the folder (ONNX exported from PyTorch by
+bench/export_models.py, and tsopt's zoo models written by build/bench/export_zoo
+as zoo_<name>.onnx) and each thread count: `tsopt optimize` once, then R interleaved rounds of
 
   tsopt (oneDNN) on the original and on its optimized model  (`tsopt bench A B`),
   ONNX Runtime (ORT_ENABLE_ALL) on the original and on tsopt's output,
@@ -11,7 +12,7 @@ and each thread count: `tsopt optimize` once, then R interleaved rounds of
 each round the median of K runs, the table the median over rounds. Ratios
 are other / tsopt-optimized (above 1: tsopt is faster). Outputs are checked:
 ONNX Runtime on tsopt's model against ONNX Runtime on the original, same
-random input (`agree`: max relative error <= 1e-4); OpenVINO's outputs
+random inputs, every graph input fed by name (`agree`: max relative error <= 1e-4); OpenVINO's outputs
 against ONNX Runtime's on the original are shown beside them (`OpenVINO
 error`), so a runtime that computed something else is not counted as fast.
 
@@ -95,22 +96,22 @@ def run_model(args, name, path, threads, work):
         return row
 
     s_orig, s_opt = ort_session(path, threads), ort_session(opt, threads)
-    inp = s_orig.get_inputs()[0]
-    x = np.random.default_rng(1).random([d if isinstance(d, int) else 1 for d in inp.shape], dtype=np.float32)
-    feed = {inp.name: x}
-    row["agree_error"] = rel_error(s_opt.run(None, {s_opt.get_inputs()[0].name: x}), s_orig.run(None, feed))
+    # Every input by name (the zoo's RNNs take one per step); tsopt keeps the names.
+    rng = np.random.default_rng(1)
+    feed = {i.name: rng.random([d if isinstance(d, int) else 1 for d in i.shape], dtype=np.float32) for i in s_orig.get_inputs()}
+    row["agree_error"] = rel_error(s_opt.run(None, feed), s_orig.run(None, feed))
     core = ov.Core()
     # f32 like the others: on CPUs with AVX512_BF16 or AMX, OpenVINO's default
     # inference precision is bf16 (other results, another speed).
     compiled = core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
                                                       "INFERENCE_PRECISION_HINT": "f32"})
     req = compiled.create_infer_request()
-    ov_out = req.infer({0: x})
+    ov_out = req.infer(feed)
     row["ov_error"] = rel_error([ov_out[o] for o in compiled.outputs], s_orig.run(None, feed))
     runners = {
         "ort_orig": lambda: s_orig.run(None, feed),
-        "ort_tsopt": lambda: s_opt.run(None, {s_opt.get_inputs()[0].name: x}),
-        "ov_orig": lambda: req.infer({0: x}),
+        "ort_tsopt": lambda: s_opt.run(None, feed),
+        "ov_orig": lambda: req.infer(feed),
     }
     for f in runners.values():  # warm-up
         for _ in range(3):

@@ -8,7 +8,9 @@
 # Creates its virtual environment (VENV, default ~/.cache/tsopt/venv-bench:
 # onnxruntime, openvino, onnx, numpy from PyPI) and the models (MODELS_DIR,
 # default ~/.cache/tsopt/models, by bench/export_models.py with Debian's
-# python3-torch), builds the tsopt command, then runs the comparison.
+# python3-torch, and tsopt's zoo models as zoo_<name>.onnx by
+# build/bench/export_zoo), builds the tsopt command, then runs the
+# comparison. ZOO=0 leaves the zoo models out of a fresh models folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -23,5 +25,6 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime, o
   "$venv/bin/pip" install --quiet --upgrade onnxruntime openvino onnx numpy
 fi
 /usr/bin/python3 bench/export_models.py "$models" --set issue >&2
-ninja -C "$build" tools/tsopt/tsopt >/dev/null
+ninja -C "$build" tools/tsopt/tsopt bench/export_zoo >/dev/null
+[ "${ZOO:-1}" = 0 ] || "$build/bench/export_zoo" "$models" >&2
 exec "$venv/bin/python" bench/vs_runtimes.py --models "$models" --tsopt "$build/tools/tsopt/tsopt" "$@"
