@@ -1065,3 +1065,50 @@ TEST_CASE("external data: weights written beside the model are read back; the lo
     CHECK_THROWS_WITH_AS(ox::read_model(with_location("short.bin", "short.onnx")), doctest::Contains("truncated data file"), error);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("import: a Transpose undoing the Transpose it reads is the identity; other pairs stay") {
+    auto model_with = [](std::vector<std::int64_t> first, std::vector<std::int64_t> second) {
+        pb::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(17);
+        auto* g = m.mutable_graph();
+        g->set_name("pair");
+        auto io = [](pb::ValueInfoProto* v, const char* name, std::vector<std::int64_t> dims) {
+            v->set_name(name);
+            auto* t = v->mutable_type()->mutable_tensor_type();
+            t->set_elem_type(pb::TensorProto::FLOAT);
+            for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+        };
+        io(g->add_input(), "x", {1, 2, 3, 4});
+        auto transpose = [&](const char* in, const char* out, const std::vector<std::int64_t>& perm) {
+            auto* n = g->add_node();
+            n->set_op_type("Transpose");
+            n->set_name(out);
+            n->add_input(in);
+            n->add_output(out);
+            auto* a = n->add_attribute();
+            a->set_name("perm");
+            a->set_type(pb::AttributeProto::INTS);
+            for (auto p : perm) a->add_ints(p);
+        };
+        transpose("x", "t1", first);
+        transpose("t1", "y", second);
+        std::vector<std::int64_t> out_dims;
+        for (auto p : second) out_dims.push_back(std::vector<std::int64_t>{1, 2, 3, 4}[static_cast<std::size_t>(first[static_cast<std::size_t>(p)])]);
+        io(g->add_output(), "y", out_dims);
+        return ox::import_model(m.SerializeAsString()).graph;
+    };
+    auto transposes = [](const graph& g) {
+        int k = 0;
+        for (std::size_t i : g.topological_order()) k += g.nodes[i].is_op(spec::op_kind::transpose);
+        return k;
+    };
+    // NCHW -> NHWC -> NCHW, as the exporter writes an NHWC-stored value.
+    const graph undone = model_with({0, 2, 3, 1}, {0, 3, 1, 2});
+    CHECK(transposes(undone) == 0);
+    CHECK(undone.shape_of(undone.outputs[0]) == shape{1, 2, 3, 4});
+    // Two transposes that do not undo each other both run.
+    const graph kept = model_with({0, 2, 3, 1}, {0, 2, 3, 1});
+    CHECK(transposes(kept) == 2);
+    CHECK(kept.shape_of(kept.outputs[0]) == shape{1, 4, 2, 3});
+}

@@ -300,6 +300,10 @@ TEST_CASE("layouts survive ONNX export as Transpose pairs, and DOT shows them") 
     // The exported model computes what the original graph does.
     auto back = tsopt::onnx::import_model(tsopt::onnx::to_bytes(best));
     check_equivalent(g, back.graph, 1e-4);
+    // Re-imported, each pair cancels: no transpose is left to run.
+    int transposes = 0;
+    for (std::size_t i : back.graph.topological_order()) transposes += back.graph.nodes[i].is_op(sp::op_kind::transpose);
+    CHECK(transposes == 0);
 
     auto dot = io::to_dot(best);
     CHECK(dot.find("NHWC") != std::string::npos);

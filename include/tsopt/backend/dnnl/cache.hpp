@@ -39,9 +39,8 @@ inline std::string onednn_version() {
 }
 
 // The threads oneDNN's OpenMP runtime gives a primitive. A time taken on 2
-// threads is not a time on 1: without this in the key, a 1-thread run
-// reused a 2-thread run's end-to-end times and kept a NasNet-A candidate
-// 1.4x slower than the original at 1 thread.
+// threads is not a time on 1: without this in the key, a 1-thread run of
+// NasNet-A reused a 2-thread run's end-to-end times to choose its output.
 inline int compute_threads() {
 #ifdef _OPENMP
     return omp_get_max_threads();

@@ -96,7 +96,7 @@ public:
         if (gp.output_size() == 0) throw error("graph has no outputs");
         if (strict.valid()) strict.get();
         g_.validate();
-        r.graph = std::move(g_);
+        r.graph = transposes_cancelled_ ? g_.compacted() : std::move(g_);
         return r;
     }
 
@@ -110,6 +110,7 @@ private:
     const import_options& o_;
     std::int64_t opset_ = 0;
     graph g_;
+    bool transposes_cancelled_ = false;  // a Transpose pair became the identity: its first half is dead
     std::map<std::string, sym, std::less<>> syms_;
     std::map<std::string, declared_shape, std::less<>> declared_, inferred_;
     std::deque<pb::TensorProto> owned_;                           // tensors made from Constant attributes
@@ -936,6 +937,20 @@ private:
                 if (v < 0 || v >= r || (seen >> v) & 1u) a.fail("perm", "is not a permutation of " + std::to_string(r) + " axes");
                 seen |= 1u << v;
                 p[spec::transpose_p::perm] |= static_cast<std::int32_t>(v) << (3 * i);
+            }
+            // A Transpose undoing the one it reads is the identity: the
+            // exporter writes every non-default layout as such a pair
+            // (exporter::express_layout) and runtimes cancel it; kept, a
+            // re-imported NASNet-Mobile ran 1,120 transposes and took 1.6x
+            // as long as the graph that was written.
+            if (const node& src = g_.at(x); src.is_op(spec::op_kind::transpose) && x.output == 0) {
+                const std::int32_t q = src.params[spec::transpose_p::perm];
+                bool undoes = (q >> 24) == r;
+                for (int i = 0; undoes && i < r; ++i) undoes = ((q >> (3 * perm[static_cast<std::size_t>(i)])) & 7) == i;
+                if (undoes) {
+                    transposes_cancelled_ = true;
+                    return {src.inputs[0]};
+                }
             }
             return {g_.add1(spec::op_kind::transpose, p, {x}, out)};
         }
