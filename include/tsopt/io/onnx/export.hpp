@@ -535,17 +535,6 @@ inline pb::ModelProto to_proto(const graph& g, const export_options& o = {}) {
 
 // Built on an arena, as import parses: the many small messages of a large
 // graph are freed at once.
-inline std::string to_bytes(const graph& g, const export_options& o = {}) {
-    google::protobuf::Arena arena;
-    auto& m = *google::protobuf::Arena::CreateMessage<pb::ModelProto>(&arena);
-    detail::exporter(g, o).run(m);
-    std::string s;
-    if (m.ByteSizeLong() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()) || !m.SerializeToString(&s))
-        throw error("ONNX export: the model is over protobuf's 2 GiB limit; write it with save() or to_files(), which keep "
-                    "the weights in an external data file");
-    return s;
-}
-
 // A serialized model and, when its weights did not fit in it, the external
 // data file they were moved to (`data_location`, relative to the model's
 // directory; empty `data` when there is none).
@@ -564,8 +553,16 @@ inline model_files to_files(const graph& g, const std::string& data_location, co
         f.data = outline_initializers(m, data_location);
         f.data_location = data_location;
     }
-    if (!m.SerializeToString(&f.model)) throw error("ONNX export: serialization failed");
+    if (m.ByteSizeLong() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()) || !m.SerializeToString(&f.model))
+        throw error("ONNX export: the model is over protobuf's 2 GiB limit; write it with save() or to_files(), which keep "
+                    "the weights in an external data file");
     return f;
+}
+
+// The model in one buffer, weights inside: what fits in 2 GiB.
+inline std::string to_bytes(const graph& g, export_options o = {}) {
+    o.max_embedded_bytes = std::numeric_limits<std::size_t>::max();
+    return to_files(g, {}, o).model;
 }
 
 // The name of the data file written beside `model_path` when the weights

@@ -35,14 +35,15 @@ using external_reader = std::function<std::string(const std::string& location, s
 
 namespace detail {
 
-inline std::string external_slice(std::string_view all, std::uint64_t offset, std::optional<std::uint64_t> length,
-                                  const std::string& location, const std::string& what) {
-    const std::uint64_t size = all.size();
+// The byte count of [offset, offset + length) within `size` bytes of
+// `source` (to the end without a length); throws when it does not fit.
+inline std::uint64_t external_range(std::uint64_t size, std::uint64_t offset, std::optional<std::uint64_t> length,
+                                    const std::string& source, const std::string& what) {
     const std::uint64_t n = length ? *length : (offset <= size ? size - offset : 0);
     if (offset > size || n > size - offset)
-        throw error(what + ": external data '" + location + "' holds " + std::to_string(size) + " bytes; the tensor needs bytes " +
+        throw error(what + ": " + source + " holds " + std::to_string(size) + " bytes; the tensor needs bytes " +
                     std::to_string(offset) + ".." + std::to_string(offset + n) + " (truncated data file?)");
-    return std::string(all.substr(offset, n));
+    return n;
 }
 
 }  // namespace detail
@@ -65,11 +66,7 @@ inline external_reader external_files(std::filesystem::path directory) {
                         (fs::exists(file, ec) ? "is not a regular file" : "does not exist"));
         const std::uint64_t size = fs::file_size(file, ec);
         if (ec) throw error(what + ": cannot read the size of external data file '" + file.string() + "'");
-        const std::uint64_t n = length ? *length : (offset <= size ? size - offset : 0);
-        if (offset > size || n > size - offset)
-            throw error(what + ": external data file '" + file.string() + "' holds " + std::to_string(size) +
-                        " bytes; the tensor needs bytes " + std::to_string(offset) + ".." + std::to_string(offset + n) +
-                        " (truncated data file?)");
+        const std::uint64_t n = detail::external_range(size, offset, length, "external data file '" + file.string() + "'", what);
         std::ifstream f(file, std::ios::binary);
         std::string bytes(static_cast<std::size_t>(n), '\0');
         if (!f.seekg(static_cast<std::streamoff>(offset)) || !f.read(bytes.data(), static_cast<std::streamsize>(n)))
@@ -86,7 +83,8 @@ inline external_reader external_bytes(std::string location, std::string_view dat
                                                   std::optional<std::uint64_t> length, const std::string& what) {
         if (asked != location)
             throw error(what + ": external data location '" + asked + "' is not the data written with the model ('" + location + "')");
-        return detail::external_slice(data, offset, length, asked, what);
+        const std::uint64_t n = detail::external_range(data.size(), offset, length, "external data '" + asked + "'", what);
+        return std::string(data.substr(offset, n));
     };
 }
 
