@@ -195,18 +195,18 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
         // only breaks a tie.
         auto moves = rewrite::layout_moves(g);
         std::vector<std::size_t> same;
-        for (std::size_t k = 0; k < moves.size(); ++k)
-            if (layout_changes(g, moves[k]) == s.where) same.push_back(k);
+        for (std::size_t m = 0; m < moves.size(); ++m)
+            if (layout_changes(g, moves[m]) == s.where) same.push_back(m);
         if (same.empty())
             throw error(what + ": none of the graph's " + std::to_string(moves.size()) + " layout moves changes exactly those operators");
-        std::size_t k = same.front();
+        std::size_t chosen = same.front();
         if (same.size() > 1) {
             if (std::ranges::find(same, s.variant) == same.end())
                 throw error(what + ": " + std::to_string(same.size()) + " layout moves change those operators, and move " +
                             std::to_string(s.variant) + " is not one of them");
-            k = s.variant;
+            chosen = s.variant;
         }
-        return fold ? rewrite::fold_constants(moves[k], cache) : std::move(moves[k]);
+        return fold ? rewrite::fold_constants(moves[chosen], cache) : std::move(moves[chosen]);
     }
     auto it = by_name.find(s.rule);
     if (it == by_name.end()) throw error(what + ": no rule of that name in the rule set");
@@ -291,9 +291,9 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
              const step_observer& on_step = {}) {
     std::unordered_map<std::string_view, std::size_t> by_name;
     for (std::size_t i = 0; i < rules.size(); ++i) by_name.emplace(rules[i].name, i);
-    rewrite::fold_cache cache;
     graph g = original;
     if (d.preprocessed) {
+        rewrite::fold_cache cache;
         // The preprocessing listed, if it is, must be what preprocessing does.
         std::vector<rewrite_step> done;
         g = detail::preprocess_steps(original, cache, model, done);
@@ -310,12 +310,19 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
     std::size_t counter = 0;
     for (std::size_t si = 0; si < d.stages.size(); ++si) {
         auto& st = d.stages[si];
+        // A fresh fold cache per stage and per part, as optimize gives each
+        // search its own: folding equal constants in two parts through one
+        // cache yields one tensor, which the next fold merges into one
+        // weight, and the replayed model would share what the written one
+        // keeps apart.
+        rewrite::fold_cache stage_cache;
         switch (st.k) {
             case derivation_stage::kind::leaf_merges:
-                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, false, true, cache, model, on_step);
+                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, false, true, stage_cache, model, on_step);
                 break;
             case derivation_stage::kind::search:
-                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, d.layouts, d.fold_weights, cache, model, on_step);
+                g = detail::replay_steps(std::move(g), st.steps, counter, by_name, rules, d.layouts, d.fold_weights, stage_cache, model,
+                                         on_step);
                 break;
             case derivation_stage::kind::parts: {
                 std::unordered_map<std::string_view, std::size_t> op_by_name;
@@ -337,8 +344,9 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
                         ids.push_back(it->second);
                     }
                     subs.push_back(extract(g, ids, cx));
+                    rewrite::fold_cache part_cache;
                     optimized.push_back(detail::replay_steps(subs.back().g, p.steps, counter, by_name, rules, d.layouts,
-                                                             d.fold_weights, cache, model, on_step));
+                                                             d.fold_weights, part_cache, model, on_step));
                 }
                 std::vector<replacement> reps;
                 for (std::size_t i = 0; i < subs.size(); ++i) reps.push_back({&subs[i], &optimized[i]});
