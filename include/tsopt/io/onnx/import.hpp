@@ -1375,8 +1375,11 @@ private:
         std::int64_t total = 0;
         for (auto v : sizes) {
             if (v <= 0) throw error(who + ": split size " + std::to_string(v) + " (tsopt tensors are never empty)");
+            // Compared before adding: sizes near 2^63 would overflow the sum.
+            if (v > max_extent - total)
+                throw error(who + ": split sizes add up to more than " + std::to_string(max_extent) + ", axis " + std::to_string(ax) +
+                            " has extent " + std::to_string(s[ax]));
             total += v;
-            if (total > max_extent) break;
         }
         if (total != s[ax])
             throw error(who + ": split sizes add up to " + std::to_string(total) + ", axis " + std::to_string(ax) + " has extent " + std::to_string(s[ax]));
