@@ -8,7 +8,7 @@
 # Creates its virtual environment (VENV, default ~/.cache/tsopt/venv-bench:
 # onnxruntime, openvino, onnx, numpy from PyPI) and the models (MODELS_DIR,
 # default ~/.cache/tsopt/models, by bench/export_models.py with Debian's
-# python3-torch, and tsopt's zoo models as zoo_<name>.onnx by
+# python3-torch, installed here when missing, and tsopt's zoo models as zoo_<name>.onnx by
 # build/bench/export_zoo), builds the tsopt command, then runs the
 # comparison. ZOO=0 leaves the zoo models out of a fresh models folder.
 set -euo pipefail
@@ -23,6 +23,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime, o
   echo "vs_runtimes: creating $venv (onnxruntime, openvino, onnx, numpy)" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade onnxruntime openvino onnx numpy
+fi
+if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
+  # The exporter runs on Debian's PyTorch (the PyPI wheel is 10x the download).
+  echo "vs_runtimes: installing python3-torch python3-torchvision python3-onnx" >&2
+  [ "$(id -u)" = 0 ] || { echo "vs_runtimes: run as root, or install python3-torch python3-torchvision python3-onnx" >&2; exit 2; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torch python3-torchvision python3-onnx >/dev/null
 fi
 /usr/bin/python3 bench/export_models.py "$models" --set issue >&2
 ninja -C "$build" tools/tsopt/tsopt bench/export_zoo >/dev/null
