@@ -366,6 +366,36 @@ TEST_CASE("optimize: a graph beyond the partition threshold is optimized part by
     }
 }
 
+TEST_CASE("replay keeps apart the equal constants that different parts create, as optimize does") {
+    // Every part turns its avg-pools into depthwise convs over a cpool
+    // kernel; the kernels are equal. optimize folds each part's through that
+    // part's own cache, so the parts hold separate weights; a replay that
+    // folded every part through one cache would share one weight among them
+    // and write another model (the file differs, the outputs do not).
+    rewrite::rule_set rs;
+    rs.add(ax("conv-cpool-avgpool"));
+    graph g;
+    auto v = g.input("x", {1, 4, 8, 8});
+    for (int i = 0; i < 12; ++i) v = g.relu(g.avgpool(v));
+    g.mark_output(v);
+    auto r = optimize(g, rs.rules(), test_cost{.pool_factor = 100}, {.max_expansions = 2000, .partition_threshold = 10});
+    REQUIRE(r.report.parts > 1);
+    REQUIRE(count_ops(r.optimized, sp::op_kind::avgpool) == 0);
+    auto distinct_weights = [](const graph& h) {
+        std::unordered_set<const void*> data;
+        for (const node& n : h.nodes)
+            if (n.kind == node_kind::weight) data.insert(n.data.get());
+        return data.size();
+    };
+    const std::size_t written = distinct_weights(r.optimized);
+    CHECK(written > 1);
+    auto d = r.report.derivation;
+    const graph again = search::replay(g, d, rs.rules(), test_cost{.pool_factor = 100});
+    CHECK(distinct_weights(again) == written);
+    CHECK(again.hash_of_outputs(graph::weights_by::content) == r.optimized.hash_of_outputs(graph::weights_by::content));
+    check_equivalent(g, again);
+}
+
 TEST_CASE("optimize: nothing to improve => the original graph, unchanged") {
     rewrite::rule_set rs;
     rs.add(ax("relu-conv"));
