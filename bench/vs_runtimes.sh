@@ -8,9 +8,9 @@
 # Creates its virtual environment (VENV, default ~/.cache/tsopt/venv-bench:
 # onnxruntime, openvino, onnx, numpy from PyPI) and the models (MODELS_DIR,
 # default ~/.cache/tsopt/models, by bench/export_models.py with Debian's
-# python3-torch, installed here when missing, and tsopt's zoo models as zoo_<name>.onnx by
-# build/bench/export_zoo), builds the tsopt command, then runs the
-# comparison. ZOO=0 leaves the zoo models out of a fresh models folder.
+# python3-torch, installed here when missing, and tsopt's zoo models as
+# zoo_<name>.onnx by build/bench/export_zoo), builds the tsopt command, then
+# runs the comparison. ZOO=0 leaves the zoo models out of a fresh models folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -24,11 +24,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime, o
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade onnxruntime openvino onnx numpy
 fi
+exporter_packages=(python3-torch python3-torchvision python3-onnx)
 if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
   # The exporter runs on Debian's PyTorch (the PyPI wheel is 10x the download).
-  echo "vs_runtimes: installing python3-torch python3-torchvision python3-onnx" >&2
-  [ "$(id -u)" = 0 ] || { echo "vs_runtimes: run as root, or install python3-torch python3-torchvision python3-onnx" >&2; exit 2; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torch python3-torchvision python3-onnx >/dev/null
+  echo "vs_runtimes: installing ${exporter_packages[*]}" >&2
+  [ "$(id -u)" = 0 ] || { echo "vs_runtimes: run as root, or install ${exporter_packages[*]}" >&2; exit 2; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${exporter_packages[@]}" >/dev/null
 fi
 /usr/bin/python3 bench/export_models.py "$models" --set issue >&2
 ninja -C "$build" tools/tsopt/tsopt bench/export_zoo >/dev/null

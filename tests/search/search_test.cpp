@@ -378,7 +378,8 @@ TEST_CASE("replay keeps apart the equal constants that different parts create, a
     auto v = g.input("x", {1, 4, 8, 8});
     for (int i = 0; i < 12; ++i) v = g.relu(g.avgpool(v));
     g.mark_output(v);
-    auto r = optimize(g, rs.rules(), test_cost{.pool_factor = 100}, {.max_expansions = 2000, .partition_threshold = 10});
+    const test_cost pools_dear{.pool_factor = 100};
+    auto r = optimize(g, rs.rules(), pools_dear, {.max_expansions = 2000, .partition_threshold = 10});
     REQUIRE(r.report.parts > 1);
     REQUIRE(count_ops(r.optimized, sp::op_kind::avgpool) == 0);
     auto distinct_weights = [](const graph& h) {
@@ -390,7 +391,7 @@ TEST_CASE("replay keeps apart the equal constants that different parts create, a
     const std::size_t written = distinct_weights(r.optimized);
     CHECK(written > 1);
     auto d = r.report.derivation;
-    const graph again = search::replay(g, d, rs.rules(), test_cost{.pool_factor = 100});
+    const graph again = search::replay(g, d, rs.rules(), pools_dear);
     CHECK(distinct_weights(again) == written);
     CHECK(again.hash_of_outputs(graph::weights_by::content) == r.optimized.hash_of_outputs(graph::weights_by::content));
     check_equivalent(g, again);
