@@ -1,4 +1,4 @@
-// inception_v3: build, optimize with measured oneDNN costs, verify on the board, report (examples/common.hpp).
+// inception_v3: build, optimize with measured oneDNN costs, verify on the board, report (examples/driver.cpp).
 #include "common.hpp"
 
 int main(int argc, char** argv) { return tsopt::examples::run("inception_v3", argc, argv); }

@@ -1,4 +1,4 @@
-// nasnet_mobile: build, optimize with measured oneDNN costs, verify on the board, report (examples/common.hpp).
+// nasnet_mobile: build, optimize with measured oneDNN costs, verify on the board, report (examples/driver.cpp).
 #include "common.hpp"
 
 int main(int argc, char** argv) { return tsopt::examples::run("nasnet_mobile", argc, argv); }

@@ -1,4 +1,4 @@
-// resnet50: build, optimize with measured oneDNN costs, verify on the board, report (examples/common.hpp).
+// resnet50: build, optimize with measured oneDNN costs, verify on the board, report (examples/driver.cpp).
 #include "common.hpp"
 
 int main(int argc, char** argv) { return tsopt::examples::run("resnet50", argc, argv); }

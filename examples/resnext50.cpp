@@ -1,4 +1,4 @@
-// resnext50: build, optimize with measured oneDNN costs, verify on the board, report (examples/common.hpp).
+// resnext50: build, optimize with measured oneDNN costs, verify on the board, report (examples/driver.cpp).
 #include "common.hpp"
 
 int main(int argc, char** argv) { return tsopt::examples::run("resnext50", argc, argv); }

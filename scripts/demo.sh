@@ -26,7 +26,7 @@ echo "== tsopt bench: original vs optimized =="
 "$tsopt" bench models/demo.onnx build/demo.opt.onnx --reps 50
 
 if [ -n "${DEMO_MODEL:-}" ]; then
-  # A zoo model through its example program (examples/common.hpp).
+  # A zoo model through its example program (examples/driver.cpp).
   echo
   echo "== example: $DEMO_MODEL =="
   meson compile -C build "examples/$DEMO_MODEL"
