@@ -609,6 +609,37 @@ TEST_CASE("dnnl plans of one backend share converted weights, only while their s
     CHECK(relative_error(got[0], want[0]) < 1e-4);
 }
 
+TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, computing the same") {
+    // [rows, 1024] x [1024, 1024]: rows 4 KiB apart (backend/dnnl/matmul.hpp,
+    // gemm_weight_placement): 16 bytes into a cache line for 64 rows, on a
+    // 32-byte boundary for 8.
+    backend::dnnl b({.persist = false});
+    for (const auto [rows, past] : {std::pair{64, 16}, std::pair{8, 0}}) {
+        CAPTURE(rows);
+        std::mt19937_64 rng(21);
+        graph g;
+        g.mark_output(g.matmul(g.input("x", {rows, 1024}), g.weight("w", {1024, 1024}, rng)));
+        auto p = b.compile(g);
+        const auto mm = std::find_if(p->steps.begin(), p->steps.end(), [](const auto& s) { return s.what == "matmul"; });
+        REQUIRE(mm != p->steps.end());
+        if (!mm->impl.starts_with("gemm")) {
+            MESSAGE("oneDNN runs this matmul with ", mm->impl, ", not gemm: no placement to check");
+            continue;
+        }
+        const auto w = std::find_if(mm->args.begin(), mm->args.end(), [](const auto& a) { return a.first == DNNL_ARG_WEIGHTS; });
+        REQUIRE(w != mm->args.end());
+        CHECK(reinterpret_cast<std::uintptr_t>(p->ptr(w->second)) % (past ? 64 : 32) == past);
+        const auto in = backend::random_inputs(g, 3);
+        backend::reference ref;
+        CHECK(relative_error(p->run(in)[0], ref.execute(g, in)[0]) < 1e-4);
+        // Another plan of the same weight tensor reads the same copy, if one was made.
+        graph g2 = g;
+        g2.outputs[0] = g2.relu(g2.outputs[0]);
+        auto p2 = b.compile(g2);
+        CHECK(p2->stats.shared_conversions == p->stats.shared_conversions + (p->stats.persistent_bytes ? 1 : 0));
+    }
+}
+
 TEST_CASE("dnnl runs every zoo model at a small size like the reference") {
     backend::dnnl b({.persist = false});
     for (const auto& m : zoo::models()) {

@@ -7,6 +7,19 @@
 
 namespace tsopt::backend::dnnl_impl {
 
+// Where in a cache line oneDNN's gemm:jit reads a constant row-major [k, n]
+// weight fastest for m rows (bench/dnnl_matmul_weights.cpp; figures in
+// docs/benchmarks.md, "Where the weights lie"). 32-byte aligned, oneDNN 3.2
+// on AVX2 reads it unpacked, which for rows a multiple of 2 KiB apart keeps
+// evicting itself from cache: [64, 1024] x [1024, 1024] runs 1.5-2x slower
+// than 16 bytes off, where it packs the weight first. For a few rows
+// unpacked is faster ([8, 1024] x [1024, 1024]: 0.57 against 0.99 ms).
+// Left to the allocator, which placed large tensors 16 bytes past a page and
+// reused ones anywhere, the same model ran 1.4x slower when loaded second.
+inline std::size_t gemm_weight_placement(dn::memory::dim m, dn::memory::dim n) {
+    return (n * static_cast<dn::memory::dim>(sizeof(float))) % 2048 == 0 && m >= 32 ? 16 : 0;
+}
+
 inline void lower_matmul(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     dims od = L.out_dims(i);
@@ -43,6 +56,8 @@ inline void lower_matmul(lowering& L, std::size_t i) {
                         : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
     tref a = L.plain(L.in(i, 0), ad, i);
     tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
+    if (L.persistent(b) && od.size() == 2 && is_plain(b.md) && std::string_view(pd.impl_info_str()).starts_with("gemm"))
+        b = L.placed(b, gemm_weight_placement(od[0], od[1]));
     tref y = L.fresh(pd.dst_desc());
     std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, y}};
     if (bias_node) args.push_back({DNNL_ARG_BIAS, bias});

@@ -241,24 +241,29 @@ using backend::opaque_map;
 // per candidate. An entry is used only while its source tensor is alive (so
 // its address names it) and some plan still holds the converted data.
 struct shared_conversions {
+    // A copy that only moves the data (lowering::placed) has from == to and
+    // names where in a cache line it starts; a conversion has placement 0.
     struct entry {
         std::weak_ptr<const tensor<float>> source;
         std::size_t offset;
         dn::memory::desc from, to;
+        std::size_t placement;
         std::weak_ptr<std::vector<float>> data;
     };
     std::vector<entry> entries;
 
     std::shared_ptr<std::vector<float>> find(const std::shared_ptr<const tensor<float>>& src, std::size_t offset,
-                                             const dn::memory::desc& from, const dn::memory::desc& to) {
+                                             const dn::memory::desc& from, const dn::memory::desc& to,
+                                             std::size_t placement = 0) {
         std::erase_if(entries, [](const entry& e) { return e.source.expired() || e.data.expired(); });
         for (const auto& e : entries)
-            if (e.source.lock() == src && e.offset == offset && e.from == from && e.to == to) return e.data.lock();
+            if (e.source.lock() == src && e.offset == offset && e.from == from && e.to == to && e.placement == placement)
+                return e.data.lock();
         return nullptr;
     }
     void add(const std::shared_ptr<const tensor<float>>& src, std::size_t offset, const dn::memory::desc& from,
-             const dn::memory::desc& to, const std::shared_ptr<std::vector<float>>& data) {
-        entries.push_back({src, offset, from, to, data});
+             const dn::memory::desc& to, const std::shared_ptr<std::vector<float>>& data, std::size_t placement = 0) {
+        entries.push_back({src, offset, from, to, placement, data});
     }
 };
 
@@ -467,6 +472,38 @@ public:
         }
         out = fresh(md);
         add<dn::reorder>(node, pd, {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, out}}, "reorder", true);
+        conversions_.push_back({r, out});
+        return out;
+    }
+    // Constant `r` read where its first byte lies `past` bytes after a
+    // 64-byte boundary: itself when it does, else a copy placed so (shared by
+    // the plans of one backend like converted weights). Some kernels pick
+    // their algorithm by the operand's alignment (gemm_weight_placement).
+    tref placed(const tref& r, std::size_t past) {
+        if (past % 16 != 0 || past >= 64) throw error("internal error: a constant placed " + std::to_string(past) + " bytes into a cache line");
+        const auto line_offset = [](const float* a) { return reinterpret_cast<std::uintptr_t>(a) % 64; };
+        if (line_offset(p.ptr(r)) == past) return r;
+        for (auto& [src, dst] : conversions_)
+            if (src.buf == r.buf && src.offset == r.offset && src.md == r.md && dst.md == r.md && line_offset(p.ptr(dst)) == past)
+                return dst;
+        const auto& source = p.bufs[static_cast<std::size_t>(r.buf)].source;
+        const std::size_t bytes = r.md.get_size();
+        buffer b;
+        b.persistent = true;
+        b.bytes = bytes + 64;
+        if (shared && source) b.own = shared->find(source, r.offset, r.md, r.md, past);
+        const bool reuse = b.own != nullptr;
+        if (!reuse) b.own = std::make_shared<std::vector<float>>((bytes + 64) / sizeof(float), 0.f);
+        // operator new aligns to 16 bytes, so `past` (a multiple of 16) is reached
+        const std::size_t skip = (past + 64 - line_offset(b.own->data())) % 64;
+        if (!reuse) {
+            std::memcpy(reinterpret_cast<std::byte*>(b.own->data()) + skip, p.ptr(r), bytes);
+            if (shared && source) shared->add(source, r.offset, r.md, r.md, b.own, past);
+        } else {
+            ++p.stats.shared_conversions;
+        }
+        p.bufs.push_back(std::move(b));
+        const tref out{static_cast<int>(p.bufs.size() - 1), r.md, skip};
         conversions_.push_back({r, out});
         return out;
     }

@@ -1,0 +1,106 @@
+// Weight matmuls ([m, k] x [k, n], the weight constant) timed on the
+// configured oneDNN for every implementation it offers with the weights'
+// layout left to it (`any`, reference kernels skipped), and for those that
+// read the weights row-major, with the weights 32-byte aligned (+0) and 16
+// bytes past a cache line (+16): what decides where the oneDNN plan places
+// constant weights (backend/dnnl/matmul.hpp, gemm_weight_placement; figures
+// in docs/benchmarks.md, "Where the weights lie"). The shapes: zoo_bert's
+// linear layers, neighbours of them in rows and row stride, and BERT-base's.
+//
+//   OMP_NUM_THREADS=1 build/bench/dnnl_matmul_weights
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using namespace dnnl;
+using tag = memory::format_tag;
+
+// Median of `runs` timed executions, after warm-up, in ms.
+double time_ms(primitive& p, stream& st, std::unordered_map<int, memory>& args, int runs) {
+    for (int i = 0; i < 5; ++i) p.execute(st, args);
+    st.wait();
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+        const auto a = std::chrono::steady_clock::now();
+        p.execute(st, args);
+        st.wait();
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
+    return t[static_cast<std::size_t>(runs / 2)];
+}
+
+// A page-aligned block with `offset` bytes of slack in front.
+struct placed {
+    void* raw = nullptr;
+    float* at = nullptr;
+    placed(std::size_t bytes, std::size_t offset) {
+        if (posix_memalign(&raw, 4096, bytes + 8192) != 0) std::abort();
+        at = reinterpret_cast<float*>(static_cast<char*>(raw) + offset);
+        std::memset(at, 0, bytes);
+        for (std::size_t i = 0; i < bytes / sizeof(float); i += 7) at[i] = 0.001f * static_cast<float>(i % 97);
+    }
+    ~placed() { std::free(raw); }
+    placed(const placed&) = delete;
+    placed& operator=(const placed&) = delete;
+};
+
+}  // namespace
+
+int main() {
+    struct shape { memory::dim m, k, n; };
+    const shape shapes[] = {{64, 1024, 1024}, {64, 1024, 4096}, {64, 4096, 1024},                 // zoo_bert
+                            {8, 1024, 1024},  {16, 1024, 1024}, {24, 1024, 1024}, {32, 1024, 1024}, {256, 1024, 1024},
+                            {64, 256, 256},   {64, 512, 512},   {64, 2048, 512},  {64, 1000, 1000}, {64, 1024, 1000},
+                            {128, 768, 768},  {128, 768, 2304}, {128, 768, 3072}, {128, 3072, 768},  // BERT-base
+                            {1, 1024, 1024},  {1, 2048, 1000}};
+    const std::size_t offsets[] = {0, 16};
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows through a pipe
+    engine eng(engine::kind::cpu, 0);
+    stream st(eng);
+    const auto* v = version();
+    std::printf("oneDNN %d.%d.%d, median of 41 runs; plain weights at page offsets (bytes) or in the layout the implementation asks\n",
+                v->major, v->minor, v->patch);
+    const auto f32 = memory::data_type::f32;
+    for (const shape& s : shapes) {
+        std::printf("[%ld, %ld] x [%ld, %ld]\n", static_cast<long>(s.m), static_cast<long>(s.k), static_cast<long>(s.k),
+                    static_cast<long>(s.n));
+        memory::desc src({s.m, s.k}, f32, tag::ab), wany({s.k, s.n}, f32, tag::any), wplain({s.k, s.n}, f32, tag::ab),
+            dst({s.m, s.n}, f32, tag::ab);
+        memory a(src, eng), y(dst, eng);
+        std::memset(a.get_data_handle(), 0, src.get_size());
+        matmul::primitive_desc pd(eng, src, wany, dst);
+        for (int impl = 0;; ++impl) {
+            const std::string name = pd.impl_info_str();
+            // The reference implementation takes seconds a run and is never chosen.
+            if (name.rfind("ref", 0) == 0) {
+                if (!pd.next_impl()) break;
+                continue;
+            }
+            const bool plain = pd.weights_desc() == wplain;
+            const std::size_t bytes = pd.weights_desc().get_size();
+            matmul mm(pd);
+            std::string line = "  " + name + (plain ? " (plain)" : " (blocked)") + ":";
+            for (std::size_t off : plain ? std::vector<std::size_t>(std::begin(offsets), std::end(offsets))
+                                         : std::vector<std::size_t>{0}) {
+                placed w(bytes, off);
+                memory wm(pd.weights_desc(), eng, w.at);
+                std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, y}};
+                char cell[64];
+                std::snprintf(cell, sizeof cell, "  +%zu %.3f ms", off, time_ms(mm, st, args, 41));
+                line += cell;
+            }
+            std::printf("%s\n", line.c_str());
+            if (!pd.next_impl()) break;
+        }
+    }
+}
