@@ -11,9 +11,9 @@ namespace tsopt::backend::dnnl_impl {
 // weight fastest for m rows (bench/dnnl_matmul_weights.cpp; figures in
 // docs/benchmarks.md, "Where the weights lie"). 32-byte aligned, oneDNN 3.2
 // on AVX2 reads it unpacked, which for rows a multiple of 2 KiB apart keeps
-// evicting itself from cache: [64, 1024] x [1024, 1024] runs 1.5-2x slower
-// than 16 bytes off, where it packs the weight first. For a few rows
-// unpacked is faster ([8, 1024] x [1024, 1024]: 0.57 against 0.99 ms).
+// evicting itself from cache: 1.2-1.8x slower than 16 bytes off, where it
+// packs the weight first ([64, 1024] x [1024, 1024]: 3.85 against 2.18 ms). For a few rows
+// unpacked is faster ([8, 1024] x [1024, 1024]: 0.56 against 0.95 ms).
 // Left to the allocator, which placed large tensors 16 bytes past a page and
 // reused ones anywhere, the same model ran 1.4x slower when loaded second.
 inline std::size_t gemm_weight_placement(dn::memory::dim m, dn::memory::dim n) {
