@@ -4,8 +4,12 @@
 // read the weights row-major, with the weights 32-byte aligned (+0) and 16
 // bytes past a cache line (+16): what decides where the oneDNN plan places
 // constant weights (backend/dnnl/matmul.hpp, gemm_weight_placement; figures
-// in docs/benchmarks.md, "Where the weights lie"). The shapes: zoo_bert's
-// linear layers, neighbours of them in rows and row stride, and BERT-base's.
+// in docs/benchmarks.md, "Where the weights lie"); then the same product as
+// a oneDNN inner product (y = x W^T, weights in the layout each of its
+// implementations asks): what decides which one runs it
+// (backend/dnnl/matmul.hpp, prefer_inner_product; docs/benchmarks.md,
+// "Inner product or matmul"). The shapes: zoo_bert's linear layers,
+// neighbours of them in rows, depth and row stride, and BERT-base's.
 //
 //   OMP_NUM_THREADS=1 build/bench/dnnl_matmul_weights
 #include <oneapi/dnnl/dnnl.hpp>
@@ -62,7 +66,8 @@ int main() {
                             {8, 1024, 1024},  {16, 1024, 1024}, {24, 1024, 1024}, {32, 1024, 1024}, {256, 1024, 1024},
                             {64, 256, 256},   {64, 512, 512},   {64, 2048, 512},  {64, 1000, 1000}, {64, 1024, 1000},
                             {128, 768, 768},  {128, 768, 2304}, {128, 768, 3072}, {128, 3072, 768},  // BERT-base
-                            {1, 1024, 1024},  {1, 2048, 1000}};
+                            {1, 1024, 1024},  {1, 2048, 1000}, {2, 1024, 1024}, {4, 256, 256},  {48, 1024, 1024},
+                            {64, 1024, 3072}, {64, 2048, 1024}, {64, 3072, 1024}, {96, 1024, 1024}, {128, 1024, 1024}};
     const std::size_t offsets[] = {0, 16};
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows through a pipe
     engine eng(engine::kind::cpu, 0);
@@ -101,6 +106,19 @@ int main() {
             }
             std::printf("%s\n", line.c_str());
             if (!pd.next_impl()) break;
+        }
+        inner_product_forward::primitive_desc ipd(eng, prop_kind::forward_inference, src, memory::desc({s.n, s.k}, f32, tag::any),
+                                                  dst);
+        for (;;) {
+            const std::string name = ipd.impl_info_str();
+            if (name.rfind("ref", 0) != 0) {
+                inner_product_forward ip(ipd);
+                placed w(ipd.weights_desc().get_size(), 0);
+                memory wm(ipd.weights_desc(), eng, w.at);
+                std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, y}};
+                std::printf("  inner product %s: %.3f ms\n", name.c_str(), time_ms(ip, st, args, 41));
+            }
+            if (!ipd.next_impl()) break;
         }
     }
 }

@@ -611,10 +611,11 @@ TEST_CASE("dnnl plans of one backend share converted weights, only while their s
 
 TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, computing the same") {
     // [rows, 1024] x [1024, 1024]: rows 4 KiB apart (backend/dnnl/matmul.hpp,
-    // gemm_weight_placement): 16 bytes into a cache line for 64 rows, on a
-    // 32-byte boundary for 8.
+    // gemm_weight_placement): 16 bytes into a cache line for 128 rows, on a
+    // 32-byte boundary for 1 (2 to 64 rows run as an inner product where
+    // oneDNN has a brgemm one: prefer_inner_product).
     backend::dnnl b({.persist = false});
-    for (const auto [rows, past] : {std::pair{64, 16}, std::pair{8, 0}}) {
+    for (const auto& [rows, past] : {std::pair{128, 16}, std::pair{1, 0}}) {
         CAPTURE(rows);
         std::mt19937_64 rng(21);
         graph g;
@@ -637,6 +638,36 @@ TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, 
         g2.outputs[0] = g2.relu(g2.outputs[0]);
         auto p2 = b.compile(g2);
         CHECK(p2->stats.shared_conversions == p->stats.shared_conversions + (p->stats.persistent_bytes ? 1 : 0));
+    }
+}
+
+TEST_CASE("dnnl: a weight matmul of a few rows runs as a brgemm inner product where oneDNN has one, computing the same") {
+    // backend/dnnl/matmul.hpp, prefer_inner_product: 2 to 64 rows, k up to
+    // 2048; with the bias add and the activation fused into the one step, and
+    // for a rank-3 input flattened to rows.
+    backend::dnnl b({.persist = false});
+    struct shape { std::int64_t m, k, n; bool bias, relu; };
+    for (const shape s : {shape{8, 1024, 1024, false, false}, shape{64, 512, 768, true, false}, shape{3, 300, 200, false, true},
+                          shape{64, 4096, 256, true, false}}) {
+        CAPTURE(s.m);
+        CAPTURE(s.k);
+        std::mt19937_64 rng(22);
+        graph g;
+        value y = g.matmul(g.input("x", {1, s.m, s.k}), g.weight("w", {s.k, s.n}, rng), {.act = s.relu ? relu : no_activation});
+        if (s.bias) y = g.ewadd(y, g.weight("b", {s.n}, rng));
+        g.mark_output(y);
+        auto p = b.compile(g);
+        const auto mm = std::find_if(p->steps.begin(), p->steps.end(), [](const auto& st) { return st.what.starts_with("matmul"); });
+        REQUIRE(mm != p->steps.end());
+        CHECK(mm->what == (s.bias ? "matmul + bias" : "matmul"));
+        const bool inner_product = backend::dnnl_impl::prefer_inner_product(s.m, s.k);
+        CHECK(inner_product == (s.k <= 2048));
+        if (inner_product && !mm->impl.starts_with("brgemm"))
+            MESSAGE("oneDNN runs this product with ", mm->impl, ": no brgemm inner product here");
+        if (!inner_product) CHECK_FALSE(mm->impl.starts_with("brgemm:avx2"));
+        const auto in = backend::random_inputs(g, 3);
+        backend::reference ref;
+        CHECK(relative_error(p->run(in)[0], ref.execute(g, in)[0]) < 1e-4);
     }
 }
 

@@ -2,7 +2,9 @@
 // matmul on oneDNN: a[..., m, k] x b[..., k, n], batch axes broadcast (a
 // lower-rank operand is viewed with leading 1s), activation fused as an
 // eltwise post-op. A constant rank-2 b is reordered once into the layout the
-// primitive prefers; a constant per-column add after it is its bias.
+// primitive prefers; a constant per-column add after it is its bias. Where
+// oneDNN's inner product has a faster kernel for the shape
+// (prefer_inner_product), a constant-weight product runs as one.
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -19,6 +21,20 @@ namespace tsopt::backend::dnnl_impl {
 inline std::size_t gemm_weight_placement(dn::memory::dim m, dn::memory::dim n) {
     return (n * static_cast<dn::memory::dim>(sizeof(float))) % 2048 == 0 && m >= 32 ? 16 : 0;
 }
+
+// Whether [m, k] x [k, n] with a constant weight runs faster as a oneDNN
+// inner product (y = x W^T, the weight reordered once into the blocked
+// layout its brgemm kernel reads) than as a matmul. oneDNN 3.2 has no brgemm
+// matmul on AVX2, only gemm:jit, while its inner product has brgemm:avx2
+// (bench/dnnl_matmul_weights.cpp; docs/benchmarks.md, "Inner product or
+// matmul"). Measured on AVX2, one and two threads: brgemm wins for 2 to 64
+// rows with k up to 2048 ([8, 1024] x [1024, 1024] 2.1-2.3x, [64, 1024] x
+// [1024, 1024] 1.2-1.3x, [64, 1024] x [1024, 3072] 1.4-1.6x), loses with a
+// longer k ([64, 4096] x [4096, 1024] 0.66-0.76x), for one row (gemv) and
+// mostly from 128 rows on. Only taken where the matmul would run gemm and
+// the inner product brgemm (lower_matmul), so where oneDNN has a brgemm
+// matmul (AVX-512) nothing changes.
+inline bool prefer_inner_product(dn::memory::dim m, dn::memory::dim k) { return m >= 2 && m <= 64 && k <= 2048; }
 
 inline void lower_matmul(lowering& L, std::size_t i) {
     const node& n = L.at(i);
@@ -55,15 +71,35 @@ inline void lower_matmul(lowering& L, std::size_t i) {
     auto pd = bias_node ? dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, bias.md, plain_md(od), L.attr())
                         : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
     tref a = L.plain(L.in(i, 0), ad, i);
+    const char* what = bias_node ? "matmul + bias" : "matmul";
+    // The step, its output bound as the node's (and the absorbed add's) value.
+    auto emit = [&]<class Prim>(const auto& prim_pd, const tref& weights, const dn::memory::desc& bias_md) {
+        tref y = L.fresh(prim_pd.dst_desc());
+        std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, y}};
+        if (bias_node) args.push_back({DNNL_ARG_BIAS, bias.as(bias_md)});
+        L.add<Prim>(i, prim_pd, std::move(args), what);
+        L.set(i, 0, y.as(plain_md(out_dims)));
+        if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
+    };
+    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1]) &&
+        std::string_view(pd.impl_info_str()).starts_with("gemm")) {
+        const dn::memory::dim k = ad[1], cols = od[1];
+        const auto kind = dn::prop_kind::forward_inference;
+        const dn::memory::desc w_any({cols, k}, f32, tag::any), bias_md({cols}, f32, tag::a);
+        auto ipd = bias_node ? dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, bias_md, plain_md(od), L.attr())
+                             : dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, plain_md(od),
+                                                                         L.attr(n.params[spec::matmul_p::act]));
+        if (std::string_view(ipd.impl_info_str()).starts_with("brgemm")) {
+            // The row-major [k, n] weight is W^T: W viewed column-major.
+            const tref w_t = L.plain(L.in(i, 1), bd, i).as(dn::memory::desc({cols, k}, f32, tag::ba));
+            emit.template operator()<dn::inner_product_forward>(ipd, L.convert(w_t, ipd.weights_desc(), i), bias_md);
+            return;
+        }
+    }
     tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
     if (L.persistent(b) && od.size() == 2 && is_plain(b.md) && std::string_view(pd.impl_info_str()).starts_with("gemm"))
         b = L.placed(b, gemm_weight_placement(od[0], od[1]));
-    tref y = L.fresh(pd.dst_desc());
-    std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, y}};
-    if (bias_node) args.push_back({DNNL_ARG_BIAS, bias});
-    L.add<dn::matmul>(i, pd, std::move(args), bias_node ? "matmul + bias" : "matmul");
-    L.set(i, 0, y.as(plain_md(out_dims)));
-    if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
+    emit.template operator()<dn::matmul>(pd, b, bias.md);
 }
 
 }  // namespace tsopt::backend::dnnl_impl
