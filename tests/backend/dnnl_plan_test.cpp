@@ -357,7 +357,9 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     auto c4 = h.conv2d(y, h.weight("w4", {8, 8, 3, 3}, rng));
     h.mark_output(h.ewmul(c4, h.conv2d(y, h.weight("w5", {8, 8, 3, 3}, rng))));
     test::check_against_reference(h, 1e-4, 2, &b);
-    CHECK(b.stats(h).fused_ops == 1);
+    // r2 into its conv, and the relu after s1 (c1's add, which runs alone
+    // since c1 has two readers) into that add (fused_elementwise).
+    CHECK(b.stats(h).fused_ops == 2);
 
     // A grouped conv (4 channels per group, as ResNeXt's) takes activations
     // but not the per-channel add: conv -> relu fused, the add separate.
@@ -607,6 +609,41 @@ TEST_CASE("dnnl plans of one backend share converted weights, only while their s
     const auto want = ref.execute(g2, in);
     REQUIRE(got.size() == want.size());
     CHECK(relative_error(got[0], want[0]) < 1e-4);
+}
+
+TEST_CASE("dnnl: elementwise operators after an elementwise operator run as its post-ops, with run-time operands") {
+    // An RNN cell's gates (post_chain.hpp, fused_elementwise): adds and
+    // multiplies by tensors computed earlier, full-size or broadcast,
+    // activations and a constant smul, one primitive per chain.
+    backend::dnnl b({.persist = false});
+    std::mt19937_64 rng(23);
+    graph g;
+    auto x = g.input("x", {1, 256}), h = g.input("h", {1, 256}), c = g.input("c", {1, 256});
+    auto cand = g.tanh(g.ewmul(x, g.weight("u", {1, 256}, rng)));
+    auto gate = g.sigmoid(g.ewadd(g.ewadd(x, h), g.weight("bias", {256}, rng)));
+    auto next = g.smul(g.ewadd(g.ewmul(gate, c), cand), g.weight("half", tensor<float>({1}, {0.5f})));
+    auto late = g.ewadd(g.relu(g.ewadd(x, c)), g.ewmul(h, c));
+    g.mark_output(next);
+    g.mark_output(late);
+    test::check_against_reference(g, 1e-5, 2, &b);
+    const auto st = b.stats(g);
+    // A chain stops at an operand the plan's order computes later (c's
+    // input, then the mul h c): x + h takes the bias add and the sigmoid;
+    // gate * c the add of cand and the smul; x * u the tanh; x + c the relu
+    // and the add of h * c, which runs alone.
+    CHECK(st.fused_ops == 7);
+    CHECK(st.primitives == 5);
+    CHECK(st.fallbacks == 0);
+
+    // A recurrent state's chain through 40 steps: at most 32 post-ops a primitive.
+    graph r;
+    auto s = r.input("s", {1, 64}), in = r.input("in", {1, 64});
+    auto state = r.ewadd(s, in);
+    for (int t = 0; t < 40; ++t) state = t % 2 ? r.ewmul(state, in) : r.ewadd(in, state);
+    r.mark_output(state);
+    test::check_against_reference(r, 1e-4, 2, &b);
+    CHECK(b.stats(r).fused_ops == 39);  // 1 + 32 + 8 steps of 41 operators
+    CHECK(b.stats(r).primitives == 2);
 }
 
 TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, computing the same") {

@@ -8,7 +8,7 @@
 // mean = 0, variance = 1, epsilon = 0 (so scale / sqrt(1 + 0) == scale
 // exactly), in the input's layout; where that primitive refuses, a binary
 // multiply with a fused binary-add post-op.
-#include "tsopt/backend/dnnl/plan.hpp"
+#include "tsopt/backend/dnnl/post_chain.hpp"
 
 namespace tsopt::backend::dnnl_impl {
 
@@ -16,15 +16,16 @@ struct refused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// `no_reference`: refuse (throw refused) where oneDNN offers only its
-// reference kernel, so the caller can try another layout first.
+// A binary step for node i; `fuse`: with the elementwise operators after
+// node i as post-ops (fused_elementwise). `no_reference`: refuse (throw
+// refused) where oneDNN offers only its reference kernel, so the caller can
+// try another layout first.
 inline tref binary_step(lowering& L, std::size_t i, dn::algorithm alg, const tref& a, const tref& b, std::string what,
-                        bool no_reference = false) {
-    dn::binary::primitive_desc pd(L.p.eng, alg, a.md, b.md, a.md, L.attr());
-    if (no_reference && std::string_view(pd.impl_info_str()).starts_with("ref")) throw refused("only oneDNN's reference binary kernel");
-    tref y = L.fresh(pd.dst_desc());
-    L.add<dn::binary>(i, pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, y}}, std::move(what));
-    return y;
+                        bool no_reference = false, bool fuse = false) {
+    auto make = [&](const dn::primitive_attr& at) { return dn::binary::primitive_desc(L.p.eng, alg, a.md, b.md, a.md, at); };
+    if (no_reference && std::string_view(make(L.attr()).impl_info_str()).starts_with("ref"))
+        throw refused("only oneDNN's reference binary kernel");
+    return fused_elementwise<dn::binary>(L, i, make, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}}, std::move(what), fuse);
 }
 
 inline void lower_binary(lowering& L, std::size_t i) {
@@ -48,7 +49,7 @@ inline void lower_binary(lowering& L, std::size_t i) {
             tref b = L.in(i, s1);
             if (d1 == od) b = L.convert(b.md.get_dims() == od ? b : L.plain(b, od, i), a.md, i);
             else b = L.plain(b, d1, i);
-            L.set(i, 0, binary_step(L, i, alg, a, b, what, keep_layout));
+            L.set(i, 0, binary_step(L, i, alg, a, b, what, keep_layout, true));
             return;
         } catch (const dn::error&) {
             if (!keep_layout) throw;
@@ -63,7 +64,7 @@ inline void lower_binary(lowering& L, std::size_t i) {
 inline void lower_smul_runtime(lowering& L, std::size_t i) {
     tref x = L.in(i, 0);
     tref s = L.plain(L.in(i, 1), dims(x.md.get_dims().size(), 1), i);
-    L.set(i, 0, binary_step(L, i, dn::algorithm::binary_mul, x, s, "smul (binary mul)"));
+    L.set(i, 0, binary_step(L, i, dn::algorithm::binary_mul, x, s, "smul (binary mul)", false, true));
 }
 
 inline void lower_batchnorm(lowering& L, std::size_t i) {

@@ -51,14 +51,9 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(*alg, 0.f, 0.f);
         std::optional<dn::memory::desc> accumulate;  // the sum writes into its operand: the result takes its layout
         with_bias = bias && len > 0;
-        for (std::size_t k = with_bias ? 1 : 0; k < len; ++k) switch (chain.kinds[k]) {
-                case post_chain::kind::eltwise: po.append_eltwise(chain.ops[k].first, chain.eltwise_ab[k].first, chain.eltwise_ab[k].second); break;
-                case post_chain::kind::binary: po.append_binary(chain.ops[k].first, chain.ops[k].second.md); break;
-                case post_chain::kind::sum:
-                    po.append_sum(1.f);
-                    accumulate = chain.ops[k].second.md;
-                    break;
-            }
+        append_post_ops(po, chain, with_bias ? 1 : 0, len);
+        for (std::size_t k = 0; k < len; ++k)
+            if (chain.kinds[k] == post_chain::kind::sum) accumulate = chain.ops[k].second.md;
         dn::primitive_attr fused = L.attr();
         fused.set_post_ops(po);
         try {
@@ -90,9 +85,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         args.push_back({DNNL_ARG_BIAS, chain.ops[0].second.as(plain_md({odims[1]}))});
         what += " + bias";
     }
-    for (std::size_t k = with_bias ? 1 : 0; k < chain.nodes.size(); ++k)
-        if (chain.kinds[k] == post_chain::kind::binary)
-            args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k)) | DNNL_ARG_SRC_1, chain.ops[k].second});
+    add_post_op_args(args, chain, with_bias ? 1 : 0, first + (with_bias ? 1 : 0));
     if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
     L.add<dn::convolution_forward>(i, *pd, std::move(args), std::move(what));
     L.set(i, 0, y);

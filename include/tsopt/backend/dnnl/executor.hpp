@@ -47,7 +47,7 @@ inline void lower_node(lowering& L, std::size_t i) {
         bool done = false;
         try {
             if (auto f = L.eltwise_of(i)) {
-                L.set(i, 0, eltwise_step(L, i, L.in(i, 0), f->alg, f->alpha, f->beta, f->what));
+                L.set(i, 0, eltwise_step(L, i, L.in(i, 0), f->alg, f->alpha, f->beta, f->what, true));
                 return;
             }
         } catch (const dn::error&) {

@@ -75,8 +75,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // layout its convolution inputs share; 4: oneDNN 3.2, a convolution's
 // per-channel add as its bias; 5: 3x3 convolutions by Winograd; 6:
 // contiguous slices became views; 7: weight matmuls of 2 to 64 rows as
-// brgemm inner products).
-inline constexpr int lowering_revision = 7;
+// brgemm inner products; 8: elementwise chains after an elementwise
+// operator as its post-ops).
+inline constexpr int lowering_revision = 8;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

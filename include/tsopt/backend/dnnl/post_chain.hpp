@@ -14,6 +14,12 @@
 // else reads the buffer. (Separately, a broadcast add on the convolution's
 // blocked output only finds oneDNN's reference kernel, which is two orders of
 // magnitude slower.)
+//
+// After an elementwise operator (add, multiply, relu / sigmoid / tanh, smul
+// by a constant) the same kind of chain runs as its post-ops, with adds and
+// multiplies by any tensor computed earlier (full-size or broadcast, not
+// only constants): an RNN cell's gates, tens of tiny operators per time
+// step, become a few primitives (fused_elementwise).
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -70,11 +76,18 @@ inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) 
 // post-op 20x slower than without, under the same kernel name); `bias`: a
 // per-channel add right after the convolution, which it takes as its bias
 // (not a post-op, so grouped convolutions too).
-inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary, bool bias) {
+// oneDNN takes at most 32 post-ops (post_ops_limit); a recurrent state's
+// chain runs on through every time step.
+inline constexpr std::size_t max_post_ops = 32;
+
+// `runtime_operands`: adds / multiplies by any tensor already computed whose
+// extents broadcast to the output (full-size in any layout, or row-major),
+// smul by a constant scalar, no sum (elementwise producers).
+inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool binary, bool bias, bool runtime_operands = false) {
     post_chain c;
     std::size_t cur = i;
     const shape& out = L.at(i).shapes[0];
-    while (L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur) && L.consumers[cur].size() == 1) {
+    while (L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur) && L.consumers[cur].size() == 1 && c.nodes.size() < max_post_ops) {
         const auto [nx32, slot] = L.consumers[cur][0];
         const std::size_t nx = static_cast<std::size_t>(nx32);
         const node& n = L.at(nx);
@@ -90,6 +103,25 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
             c.kinds.push_back(post_chain::kind::eltwise);
+        } else if (runtime_operands && n.is_op(spec::op_kind::smul) && slot == 0 && L.const_tensor(nx, 1)) {
+            c.ops.push_back({dn::algorithm::eltwise_linear, tref{}});
+            c.kinds.push_back(post_chain::kind::eltwise);
+            ab = {(*L.const_tensor(nx, 1))[0], 0.f};
+        } else if (runtime_operands && (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
+                   n.inputs[0] != n.inputs[1]) {
+            const int other = slot == 0 ? 1 : 0;
+            if (!L.lowered(nx, other)) break;
+            const dims full = L.out_dims(nx), od = pad_front(L.in_dims(nx, other), full.size());
+            tref b = L.in(nx, other);
+            bool broadcasts = od.size() == full.size();
+            for (std::size_t d = 0; broadcasts && d < od.size(); ++d) broadcasts = od[d] == full[d] || od[d] == 1;
+            if (!broadcasts) break;
+            if (b.md.get_dims() != od) {  // broadcast, or fewer axes
+                if (!is_plain(b.md)) break;
+                b = b.as(plain_md(od));
+            }
+            c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
+            c.kinds.push_back(post_chain::kind::binary);
         } else if ((binary || (bias && c.nodes.empty() && n.is_op(spec::op_kind::ewadd))) &&
                    (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
                    n.inputs[0] != n.inputs[1]) {
@@ -115,6 +147,55 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         cur = nx;
     }
     return c;
+}
+
+// Chain operators [from, end) as post-ops, and the run-time operands of
+// their binary ones (post-op k - from + `first` reads chain operator k's).
+inline void append_post_ops(dn::post_ops& po, const post_chain& c, std::size_t from, std::size_t end) {
+    for (std::size_t k = from; k < end; ++k) switch (c.kinds[k]) {
+            case post_chain::kind::eltwise: po.append_eltwise(c.ops[k].first, c.eltwise_ab[k].first, c.eltwise_ab[k].second); break;
+            case post_chain::kind::binary: po.append_binary(c.ops[k].first, c.ops[k].second.md); break;
+            case post_chain::kind::sum: po.append_sum(1.f); break;
+        }
+}
+inline void add_post_op_args(std::vector<std::pair<int, tref>>& args, const post_chain& c, std::size_t from, int first) {
+    for (std::size_t k = from; k < c.nodes.size(); ++k)
+        if (c.kinds[k] == post_chain::kind::binary)
+            args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k - from)) | DNNL_ARG_SRC_1, c.ops[k].second});
+}
+
+// A step for node i: one primitive `make(attr)` (a PD) reading `args`,
+// writing a fresh tensor, which it returns. `fuse`: with the elementwise
+// chain after node i as post-ops (fusible_chain with run-time operands)
+// where oneDNN runs the combination with the same kernel as the primitive
+// alone; the chain's operators are absorbed (their value is the step's
+// output), node i's value the caller sets.
+template <class Prim, class Make>
+tref fused_elementwise(lowering& L, std::size_t i, const Make& make, std::vector<std::pair<int, tref>> args, std::string what, bool fuse) {
+    auto pd = make(L.attr());
+    post_chain chain;
+    if (fuse && L.at(i).num_outputs() == 1) chain = fusible_chain(L, i, 0, false, false, true);
+    if (!chain.nodes.empty()) {
+        try {
+            dn::post_ops po;
+            append_post_ops(po, chain, 0, chain.nodes.size());
+            dn::primitive_attr at = L.attr();
+            at.set_post_ops(po);
+            auto fused = make(at);
+            if (std::string_view(fused.impl_info_str()) == pd.impl_info_str()) pd = fused;
+            else
+                chain = {};
+        } catch (const dn::error&) {  // more post-ops than it takes, or an operand it cannot read
+            chain = {};
+        }
+    }
+    tref y = L.fresh(pd.dst_desc());
+    args.push_back({DNNL_ARG_DST, y});
+    add_post_op_args(args, chain, 0, 0);
+    if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
+    L.add<Prim>(i, pd, std::move(args), std::move(what));
+    for (std::size_t k : chain.nodes) L.absorb(k, i, y);
+    return y;
 }
 
 }  // namespace tsopt::backend::dnnl_impl
