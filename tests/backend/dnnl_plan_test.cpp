@@ -683,9 +683,9 @@ TEST_CASE("dnnl: a weight matmul of a few rows runs as a brgemm inner product wh
     // 2048; with the bias add and the activation fused into the one step, and
     // for a rank-3 input flattened to rows.
     backend::dnnl b({.persist = false});
-    struct shape { std::int64_t m, k, n; bool bias, relu; };
-    for (const shape s : {shape{8, 1024, 1024, false, false}, shape{64, 512, 768, true, false}, shape{3, 300, 200, false, true},
-                          shape{64, 4096, 256, true, false}}) {
+    struct product { std::int64_t m, k, n; bool bias, relu; };
+    for (const product s : {product{8, 1024, 1024, false, false}, product{64, 512, 768, true, false},
+                            product{3, 300, 200, false, true}, product{64, 4096, 256, true, false}}) {
         CAPTURE(s.m);
         CAPTURE(s.k);
         std::mt19937_64 rng(22);

@@ -23,9 +23,9 @@ struct refused : std::runtime_error {
 inline tref binary_step(lowering& L, std::size_t i, dn::algorithm alg, const tref& a, const tref& b, std::string what,
                         bool no_reference = false, bool fuse = false) {
     auto make = [&](const dn::primitive_attr& at) { return dn::binary::primitive_desc(L.p.eng, alg, a.md, b.md, a.md, at); };
-    if (no_reference && std::string_view(make(L.attr()).impl_info_str()).starts_with("ref"))
-        throw refused("only oneDNN's reference binary kernel");
-    return fused_elementwise<dn::binary>(L, i, make, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}}, std::move(what), fuse);
+    auto pd = make(L.attr());
+    if (no_reference && std::string_view(pd.impl_info_str()).starts_with("ref")) throw refused("only oneDNN's reference binary kernel");
+    return fused_elementwise<dn::binary>(L, i, std::move(pd), make, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}}, std::move(what), fuse);
 }
 
 inline void lower_binary(lowering& L, std::size_t i) {

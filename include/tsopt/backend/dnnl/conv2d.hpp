@@ -52,8 +52,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
         std::optional<dn::memory::desc> accumulate;  // the sum writes into its operand: the result takes its layout
         with_bias = bias && len > 0;
         append_post_ops(po, chain, with_bias ? 1 : 0, len);
-        for (std::size_t k = 0; k < len; ++k)
-            if (chain.kinds[k] == post_chain::kind::sum) accumulate = chain.ops[k].second.md;
+        if (const auto sum = chain.sum(); sum && *sum < len) accumulate = chain.ops[*sum].second.md;
         dn::primitive_attr fused = L.attr();
         fused.set_post_ops(po);
         try {

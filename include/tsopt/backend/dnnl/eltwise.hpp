@@ -14,7 +14,7 @@ inline tref eltwise_step(lowering& L, std::size_t i, const tref& x, dn::algorith
     auto make = [&](const dn::primitive_attr& at) {
         return dn::eltwise_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, alg, x.md, x.md, alpha, beta, at);
     };
-    return fused_elementwise<dn::eltwise_forward>(L, i, make, {{DNNL_ARG_SRC, x}}, std::move(what), fuse);
+    return fused_elementwise<dn::eltwise_forward>(L, i, make(L.attr()), make, {{DNNL_ARG_SRC, x}}, std::move(what), fuse);
 }
 
 inline void lower_unary(lowering& L, std::size_t i, std::int32_t act) {

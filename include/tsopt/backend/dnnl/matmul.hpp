@@ -71,6 +71,7 @@ inline void lower_matmul(lowering& L, std::size_t i) {
     auto pd = bias_node ? dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, bias.md, plain_md(od), L.attr())
                         : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
     tref a = L.plain(L.in(i, 0), ad, i);
+    const bool gemm = std::string_view(pd.impl_info_str()).starts_with("gemm");
     const char* what = bias_node ? "matmul + bias" : "matmul";
     // The step, its output bound as the node's (and the absorbed add's) value.
     auto emit = [&]<class Prim>(const auto& prim_pd, const tref& weights, const dn::memory::desc& bias_md) {
@@ -81,8 +82,7 @@ inline void lower_matmul(lowering& L, std::size_t i) {
         L.set(i, 0, y.as(plain_md(out_dims)));
         if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
     };
-    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1]) &&
-        std::string_view(pd.impl_info_str()).starts_with("gemm")) {
+    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1]) && gemm) {
         const dn::memory::dim k = ad[1], cols = od[1];
         const auto kind = dn::prop_kind::forward_inference;
         const dn::memory::desc w_any({cols, k}, f32, tag::any), bias_md({cols}, f32, tag::a);
@@ -97,7 +97,7 @@ inline void lower_matmul(lowering& L, std::size_t i) {
         }
     }
     tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
-    if (L.persistent(b) && od.size() == 2 && is_plain(b.md) && std::string_view(pd.impl_info_str()).starts_with("gemm"))
+    if (L.persistent(b) && od.size() == 2 && is_plain(b.md) && gemm)
         b = L.placed(b, gemm_weight_placement(od[0], od[1]));
     emit.template operator()<dn::matmul>(pd, b, bias.md);
 }

@@ -70,16 +70,16 @@ inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) 
     return true;
 }
 
+// oneDNN takes at most 32 post-ops (post_ops_limit); a recurrent state's
+// chain runs on through every time step.
+inline constexpr std::size_t max_post_ops = 32;
+
 // The operators after node i (C output channels) that can run as its post-ops;
 // `binary`: per-channel adds / multiplies too (not on grouped convolutions:
 // oneDNN 2.6 ran a 4-channel-per-group conv with a per-channel binary
 // post-op 20x slower than without, under the same kernel name); `bias`: a
 // per-channel add right after the convolution, which it takes as its bias
 // (not a post-op, so grouped convolutions too).
-// oneDNN takes at most 32 post-ops (post_ops_limit); a recurrent state's
-// chain runs on through every time step.
-inline constexpr std::size_t max_post_ops = 32;
-
 // `runtime_operands`: adds / multiplies by any tensor already computed whose
 // extents broadcast to the output (full-size in any layout, or row-major),
 // smul by a constant scalar, no sum (elementwise producers).
@@ -149,8 +149,7 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
     return c;
 }
 
-// Chain operators [from, end) as post-ops, and the run-time operands of
-// their binary ones (post-op k - from + `first` reads chain operator k's).
+// Chain operators [from, end) as post-ops.
 inline void append_post_ops(dn::post_ops& po, const post_chain& c, std::size_t from, std::size_t end) {
     for (std::size_t k = from; k < end; ++k) switch (c.kinds[k]) {
             case post_chain::kind::eltwise: po.append_eltwise(c.ops[k].first, c.eltwise_ab[k].first, c.eltwise_ab[k].second); break;
@@ -158,23 +157,25 @@ inline void append_post_ops(dn::post_ops& po, const post_chain& c, std::size_t f
             case post_chain::kind::sum: po.append_sum(1.f); break;
         }
 }
+// The run-time operands of chain operators [from, end) that are binary
+// post-ops: post-op k - from + `first` reads chain operator k's.
 inline void add_post_op_args(std::vector<std::pair<int, tref>>& args, const post_chain& c, std::size_t from, int first) {
     for (std::size_t k = from; k < c.nodes.size(); ++k)
         if (c.kinds[k] == post_chain::kind::binary)
             args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(k - from)) | DNNL_ARG_SRC_1, c.ops[k].second});
 }
 
-// A step for node i: one primitive `make(attr)` (a PD) reading `args`,
+// A step for node i: primitive `pd` (built by `make(attr)`) reading `args`,
 // writing a fresh tensor, which it returns. `fuse`: with the elementwise
 // chain after node i as post-ops (fusible_chain with run-time operands)
-// where oneDNN runs the combination with the same kernel as the primitive
-// alone; the chain's operators are absorbed (their value is the step's
-// output), node i's value the caller sets.
-template <class Prim, class Make>
-tref fused_elementwise(lowering& L, std::size_t i, const Make& make, std::vector<std::pair<int, tref>> args, std::string what, bool fuse) {
-    auto pd = make(L.attr());
+// where oneDNN runs the combination with the same kernel as `pd`; the
+// chain's operators are absorbed (their value is the step's output), node
+// i's value the caller sets.
+template <class Prim, class PD, class Make>
+tref fused_elementwise(lowering& L, std::size_t i, PD pd, const Make& make, std::vector<std::pair<int, tref>> args, std::string what,
+                       bool fuse) {
     post_chain chain;
-    if (fuse && L.at(i).num_outputs() == 1) chain = fusible_chain(L, i, 0, false, false, true);
+    if (fuse) chain = fusible_chain(L, i, 0, false, false, true);
     if (!chain.nodes.empty()) {
         try {
             dn::post_ops po;
