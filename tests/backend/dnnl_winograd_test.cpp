@@ -130,9 +130,13 @@ TEST_CASE("winograd: the channels and the output's extent decide") {
     CHECK(wg::enough_channels(64, 64));
     CHECK(wg::enough_channels(32, 128));
     CHECK(wg::enough_channels(48, 64));
-    CHECK_FALSE(wg::enough_channels(32, 64));
+    CHECK(wg::enough_channels(32, 64));  // Inception-v3's 147x147 layer
+    CHECK(wg::enough_channels(24, 48));
+    CHECK(wg::enough_channels(256, 64));
+    CHECK_FALSE(wg::enough_channels(16, 16));
     CHECK_FALSE(wg::enough_channels(16, 256));
     CHECK_FALSE(wg::enough_channels(256, 32));
+    CHECK_FALSE(wg::enough_channels(128, 16));
     CHECK(wg::tile_for(56, 56) == 4);
     CHECK(wg::tile_for(14, 14) == 4);
     CHECK(wg::tile_for(12, 12) == 4);
@@ -177,7 +181,7 @@ TEST_CASE("winograd: the epilogue runs the operators after the convolution") {
 TEST_CASE("winograd: convolutions it does not fit take the direct method") {
     backend::dnnl b({.persist = false});
     value conv;
-    CHECK(conv_method(b, single_conv({1, 32, 64, 28, 28}, &conv), conv) == "direct");  // few channels
+    CHECK(conv_method(b, single_conv({1, 16, 64, 28, 28}, &conv), conv) == "direct");  // few channels
     CHECK(conv_method(b, single_conv({1, 32, 128, 28, 28}, &conv), conv) == "winograd F(4x4,3x3)");
     CHECK(conv_method(b, single_conv({1, 64, 64, 5, 5}, &conv), conv) == "direct");    // too few tiles
     CHECK(conv_method(b, single_conv({1, 64, 64, 28, 28}, &conv, {.stride = 2}), conv) == "direct");

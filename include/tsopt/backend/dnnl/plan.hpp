@@ -76,8 +76,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // per-channel add as its bias; 5: 3x3 convolutions by Winograd; 6:
 // contiguous slices became views; 7: weight matmuls of 2 to 64 rows as
 // brgemm inner products; 8: elementwise chains after an elementwise
-// operator as its post-ops).
-inline constexpr int lowering_revision = 8;
+// operator as its post-ops; 9: unrolled Winograd transforms, and Winograd
+// for 24 to 32 input channels and up).
+inline constexpr int lowering_revision = 9;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

@@ -90,6 +90,10 @@ struct epilogue_op {
     float alpha = 0, beta = 0;  // relu: negative slope; clip: bounds
 };
 
+// The most operators an output transform applies: the convolution's own
+// activation and a post-op chain (max_post_ops).
+inline constexpr std::size_t max_epilogue = max_post_ops + 1;
+
 // One channel block: a SIMD register where the target has one. (A typedef
 // in a class template: GCC drops vector_size on an alias template.)
 template <int B>
@@ -113,7 +117,11 @@ template <int B>
 
 // The small matrix products are written out in each transform: one helper
 // taking the operand as a lambda ran the layers 10-20 % slower (GCC did not
-// inline it into the target-specific kernels below).
+// inline it into the target-specific kernels below). Their loops are
+// unrolled by force (`GCC unroll`): with constant indices the tile arrays
+// live in registers and the zero and unit coefficients fold away. Without
+// it (GCC 12, -O2) the input transform ran 3-4x and the output transform
+// 1.4-2.5x slower (the layers of bench/winograd_layers, docs/benchmarks.md).
 
 // Input transform of tiles [t0, t1) of channel block cb: x in g.in's
 // layout, V is [a*a][tiles][C].
@@ -126,22 +134,30 @@ template <int M, int B>
     for (std::int64_t t = t0; t < t1; ++t) {
         const std::int64_t n = t / per_image, ty = t % per_image / g.tw, tx = t % g.tw;
         lanes<B> d[a][a], tmp[a][a];
+        #pragma GCC unroll 8
         for (int i = 0; i < a; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < a; ++j) {
                 const std::int64_t y = ty * M + i - 1, xx = tx * M + j - 1;
                 if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) d[i][j] = lanes<B>{};
                 else load<B>(d[i][j], x + g.in.at(n, cb, y, xx));
             }
+        #pragma GCC unroll 8
         for (int i = 0; i < a; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < a; ++j) {
                 lanes<B> acc{};
+                #pragma GCC unroll 8
                 for (int k = 0; k < a; ++k)
                     if (W::BT[i][k] != 0) acc += W::BT[i][k] * d[k][j];
                 tmp[i][j] = acc;
             }
+        #pragma GCC unroll 8
         for (int i = 0; i < a; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < a; ++j) {
                 lanes<B> acc{};
+                #pragma GCC unroll 8
                 for (int k = 0; k < a; ++k)
                     if (W::BT[j][k] != 0) acc += W::BT[j][k] * tmp[i][k];
                 store<B>(V + ((i * a + j) * T + t) * g.C + cb * B, acc);
@@ -159,35 +175,40 @@ template <int M, int B>
     using W = matrices<M>;
     constexpr int a = W::a;
     const std::int64_t T = g.tiles(), per_image = g.th * g.tw;
+    // The per-channel operands of this block, loaded once for all its tiles.
+    lanes<B> operands[max_epilogue];
+    for (std::size_t q = 0; q < ep.size(); ++q)
+        if (ep[q].operand >= 0) load<B>(operands[q], channel[static_cast<std::size_t>(ep[q].operand)] + kb * B);
     for (std::int64_t t = t0; t < t1; ++t) {
         const std::int64_t n = t / per_image, ty = t % per_image / g.tw, tx = t % g.tw;
         lanes<B> m[a][a], tmp[M][a];
+        #pragma GCC unroll 8
         for (int i = 0; i < a; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < a; ++j) load<B>(m[i][j], Mx + ((i * a + j) * T + t) * g.K + kb * B);
+        #pragma GCC unroll 8
         for (int i = 0; i < M; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < a; ++j) {
                 lanes<B> acc{};
+                #pragma GCC unroll 8
                 for (int k = 0; k < a; ++k)
                     if (W::AT[i][k] != 0) acc += W::AT[i][k] * m[k][j];
                 tmp[i][j] = acc;
             }
+        #pragma GCC unroll 8
         for (int i = 0; i < M; ++i)
+            #pragma GCC unroll 8
             for (int j = 0; j < M; ++j) {
                 const std::int64_t oy = ty * M + i, ox = tx * M + j;
                 if (oy >= g.H || ox >= g.W) continue;
                 lanes<B> acc{};
+                #pragma GCC unroll 8
                 for (int k = 0; k < a; ++k)
                     if (W::AT[j][k] != 0) acc += W::AT[j][k] * tmp[i][k];
-                lanes<B> operand;
-                for (const epilogue_op& e : ep) switch (e.k) {
-                        case epilogue_op::kind::add:
-                            load<B>(operand, channel[static_cast<std::size_t>(e.operand)] + kb * B);
-                            acc += operand;
-                            break;
-                        case epilogue_op::kind::mul:
-                            load<B>(operand, channel[static_cast<std::size_t>(e.operand)] + kb * B);
-                            acc *= operand;
-                            break;
+                for (std::size_t q = 0; q < ep.size(); ++q) switch (const epilogue_op& e = ep[q]; e.k) {
+                        case epilogue_op::kind::add: acc += operands[q]; break;
+                        case epilogue_op::kind::mul: acc *= operands[q]; break;
                         case epilogue_op::kind::relu: {
                             const lanes<B> zero{};
                             acc = acc > zero ? acc : acc * e.alpha;
@@ -263,15 +284,24 @@ std::pair<input_kernel, output_kernel> kernels() {
 // Runs f(block, t0, t1) over every (channel block, tile range) pair, on the
 // OpenMP threads oneDNN runs on (the same runtime, libgomp) where the
 // program is built with OpenMP, else on this thread.
+//
+// Tile ranges outermost, channel blocks innermost: the transformed planes
+// ([a*a][tiles][channels]) hold one tile's channels contiguously, so a
+// thread writes (input transform) or reads (output transform) each
+// (plane, tile) row whole while its cache lines are fresh. Block-major
+// order made one pass over all the planes per channel block, each touching
+// 64 bytes of every row: the input transform of GoogLeNet's 64 -> 192 at
+// 56x56 took 0.22 ms that way, 0.12 ms this way (1 thread, the unrolled
+// kernels below; 0.17 -> 0.07 ms on 2).
 template <class F>
 void for_blocks(std::int64_t blocks, std::int64_t tiles, F&& f) {
     constexpr std::int64_t chunk = 8;  // tiles per task: a few KB of output each
-    const std::int64_t per_block = (tiles + chunk - 1) / chunk, tasks = blocks * per_block;
+    const std::int64_t chunks = (tiles + chunk - 1) / chunk, tasks = blocks * chunks;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
     for (std::int64_t k = 0; k < tasks; ++k) {
-        const std::int64_t b = k / per_block, t0 = k % per_block * chunk;
+        const std::int64_t b = k % blocks, t0 = k / blocks * chunk;
         f(b, t0, std::min(tiles, t0 + chunk));
     }
 }
@@ -301,11 +331,15 @@ void transform_weights(const float* w, std::int64_t K, std::int64_t C, float* U)
 }
 
 // Whether the multiplies Winograd saves (C x K per output pixel) outweigh
-// the transforms' memory traffic (C + K per pixel). Measured
-// (bench/winograd_layers.cpp and by hand): 32 -> 128 and 48 -> 64 gain
-// 1.5-1.8x; 32 -> 64 gains at 28x28 and loses at 147x147 on 2 threads;
-// 16 -> 64 and 32 -> 32 gain 0-20 % or lose.
-inline bool enough_channels(std::int64_t C, std::int64_t K) { return C >= 32 && K >= 64 && C * K >= 3072; }
+// the transforms' memory traffic (C + K per pixel). Measured with the
+// unrolled transforms (conv + bias + ReLU, 1 / 2 threads, AVX-512 Xeon;
+// docs/benchmarks.md, "Winograd convolutions"): 32 -> 64 at 147x147 gains
+// 1.42x / 1.25x, 32 -> 32 and 24 -> 48 at 56x56 1.47x / 1.15x and 1.18x /
+// 1.23x; with 16 input channels, or few outputs for many inputs, it loses
+// on 2 threads: 16 -> 16 0.93x, 16 -> 128 0.83x, 16 -> 256 0.77x,
+// 256 -> 32 0.97x, 256 -> 16 0.67x. (Before the kernels were unrolled it
+// took only 32 -> 64 and up, with C x K >= 3072.)
+inline bool enough_channels(std::int64_t C, std::int64_t K) { return C >= 24 && K >= 32 && 4 * K >= C; }
 
 // The tile size for an H x W output, 0 for the direct method.
 inline int tile_for(std::int64_t H, std::int64_t W) {
@@ -357,6 +391,9 @@ void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_p
     if (L.at(i).params[spec::conv2d_p::act]) ep.push_back({epilogue_op::kind::relu, -1, 0, 0});  // checked by lower()
     auto rest = epilogue_for(chain, g.K, channel);
     ep.insert(ep.end(), rest.begin(), rest.end());
+    if (ep.size() > max_epilogue)  // fusible_chain stops at max_post_ops
+        throw error("winograd: an epilogue of " + std::to_string(ep.size()) + " operators (at most " +
+                    std::to_string(max_epilogue) + ")");
 
     const tref x = L.convert(L.in(i, 0), blocked_in, i);
     const tref V = L.fresh(v_md), Mx = L.fresh(m_md), y = L.fresh(blocked_out);
