@@ -23,21 +23,8 @@ import random
 import subprocess
 import sys
 
-
-def ensure_onnx():
-    try:
-        import onnx  # noqa: F401
-        return True
-    except ImportError:
-        pass
-    print("checker_mutants: installing onnx with pip", flush=True)
-    try:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "onnx"], check=True, timeout=600)
-        import onnx  # noqa: F401
-        return True
-    except Exception as e:  # no network, no wheel for this Python, ...
-        print(f"SKIP: onnx unavailable and could not be installed ({e})")
-        return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_check import ensure_packages  # noqa: E402
 
 
 def mutations(onnx):
@@ -224,7 +211,7 @@ def main(argv):
     seeds = []
     for a in args[2:]:
         seeds += sorted(os.path.join(a, f) for f in os.listdir(a) if f.endswith(".onnx")) if os.path.isdir(a) else [a]
-    if not ensure_onnx():
+    if not ensure_packages(("onnx",), "checker_mutants"):
         return 77
     import onnx
 

@@ -18,21 +18,37 @@ import sys
 TOLERANCE = 1e-4
 
 
-def ensure_packages():
-    try:
-        import numpy, onnx, onnxruntime  # noqa: F401
-        return True
-    except ImportError:
-        pass
-    print("ort_check: installing onnx onnxruntime numpy with pip", flush=True)
-    try:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "onnx", "onnxruntime", "numpy"],
-                       check=True, timeout=600)
-        import numpy, onnx, onnxruntime  # noqa: F401
-        return True
-    except Exception as e:  # no network, no wheel for this Python, ...
-        print(f"SKIP: onnx/onnxruntime/numpy unavailable and could not be installed ({e})")
-        return False
+def ensure_packages(modules=("numpy", "onnx", "onnxruntime"), tag="ort_check"):
+    """Imports `modules`, installing them with pip first when missing.
+
+    The check and the install run under one lock per Python: the tests that
+    call this run side by side (meson test --num-processes 2), and two pip
+    installs into one site-packages, or an import while another process
+    rewrites the libraries, killed a test with SIGBUS on a fresh machine."""
+    import fcntl
+    import hashlib
+    import importlib
+    import tempfile
+
+    key = hashlib.sha256(sys.executable.encode()).hexdigest()[:16]
+    with open(os.path.join(tempfile.gettempdir(), f"tsopt-pip-{key}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for m in modules:
+                importlib.import_module(m)
+            return True
+        except ImportError:
+            pass
+        print(f"{tag}: installing {' '.join(modules)} with pip", flush=True)
+        try:
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *modules], check=True, timeout=600)
+            importlib.invalidate_caches()
+            for m in modules:
+                importlib.import_module(m)
+            return True
+        except Exception as e:  # no network, no wheel for this Python, ...
+            print(f"SKIP: {'/'.join(modules)} unavailable and could not be installed ({e})")
+            return False
 
 
 def relative_error(got, want):
