@@ -77,7 +77,7 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // contiguous slices became views; 7: weight matmuls of 2 to 64 rows as
 // brgemm inner products; 8: elementwise chains after an elementwise
 // operator as its post-ops; 9: unrolled Winograd transforms, and Winograd
-// for 24 to 32 input channels and up).
+// from 24 input channels and 32 output channels on).
 inline constexpr int lowering_revision = 9;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a

@@ -292,7 +292,7 @@ std::pair<input_kernel, output_kernel> kernels() {
 // order made one pass over all the planes per channel block, each touching
 // 64 bytes of every row: the input transform of GoogLeNet's 64 -> 192 at
 // 56x56 took 0.22 ms that way, 0.12 ms this way (1 thread, the unrolled
-// kernels below; 0.17 -> 0.07 ms on 2).
+// kernels above; 0.17 -> 0.07 ms on 2).
 template <class F>
 void for_blocks(std::int64_t blocks, std::int64_t tiles, F&& f) {
     constexpr std::int64_t chunk = 8;  // tiles per task: a few KB of output each
