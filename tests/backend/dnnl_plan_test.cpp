@@ -611,6 +611,38 @@ TEST_CASE("dnnl plans of one backend share converted weights, only while their s
     CHECK(relative_error(got[0], want[0]) < 1e-4);
 }
 
+TEST_CASE("dnnl: memory-bound primitives over a few kilobytes run on one thread, the rest on all") {
+    // A fork and join of the OpenMP team costs more than a second thread
+    // saves on an RNN time step's [1,256] elementwise work (plan.hpp,
+    // serial_bytes); a 1 MB add keeps every thread, and so does a matmul.
+    backend::dnnl b({.persist = false});
+    std::mt19937_64 rng(29);
+    graph g;
+    auto small = g.input("small", {1, 256}), big = g.input("big", {1, 64, 64, 64});
+    auto small_sum = g.ewadd(small, small), big_sum = g.ewadd(big, big);  // each with its activation fused
+    auto y = g.matmul(g.sigmoid(small_sum), g.weight("w", {256, 256}, rng));
+    g.mark_output(y);
+    g.mark_output(g.relu(big_sum));
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(2);
+#endif
+    test::check_against_reference(g, 1e-5, 2, &b);
+#ifdef _OPENMP
+    CHECK(omp_get_max_threads() == 2);  // the caller's threads are back after every run
+    omp_set_num_threads(threads);
+#endif
+    const auto p = b.compile(g);
+    auto step_of = [&](std::int32_t node) {
+        const auto s = std::find_if(p->steps.begin(), p->steps.end(), [&](const auto& st) { return st.node == node && !st.conversion; });
+        REQUIRE(s != p->steps.end());
+        return *s;
+    };
+    CHECK(step_of(small_sum.node).serial);
+    CHECK_FALSE(step_of(y.node).serial);
+    CHECK_FALSE(step_of(big_sum.node).serial);
+}
+
 TEST_CASE("dnnl: elementwise operators after an elementwise operator run as its post-ops, with run-time operands") {
     // An RNN cell's gates (post_chain.hpp, fused_elementwise): adds and
     // multiplies by tensors computed earlier, full-size or broadcast,
