@@ -167,6 +167,42 @@ TEST_CASE("dnnl batchnorm equals x * scale[c] + shift[c]") {
     }
 }
 
+TEST_CASE("dnnl batchnorm after a convolution, in the layout oneDNN chose for it, runs no reference kernel") {
+    // A convolution's output is blocked or channels-last; a binary multiply by
+    // a per-channel operand over a blocked tensor has only oneDNN's reference
+    // kernel (two orders of magnitude slower), where the lowering takes
+    // batch normalization instead (binary.hpp).
+    for (std::int64_t k : {16, 32, 48}) {
+        INFO(k, " output channels");
+        graph g;
+        std::mt19937_64 rng(10);
+        auto x = g.input("x", {1, 16, 14, 14});
+        auto y = g.relu(g.conv2d(x, g.weight("w", {k, 16, 3, 3}, rng), {.pad = same}));  // the relu keeps the bn unfolded
+        g.mark_output(g.batchnorm(y, g.weight("scale", random_float({k}, rng, -2, 2)), g.weight("shift", random_float({k}, rng, -1, 1))));
+        backend::dnnl b({.persist = false});
+        check_against_reference(g, 1e-4, 2, &b);
+        const auto plan = b.compile(g);  // held: the steps belong to it
+        for (const auto& st : plan->steps) {
+            INFO(st.what, " [", st.impl, "]");
+            CHECK_FALSE(st.impl.starts_with("ref"));
+        }
+    }
+    // On a row-major input the binary multiply has its vector kernel and is
+    // taken: oneDNN's channels-last batch normalization (nspc_bnorm) took 6x
+    // as long on NASNet-Mobile.
+    graph g;
+    std::mt19937_64 rng(11);
+    auto x = g.input("x", {1, 16, 14, 14});
+    auto y = g.batchnorm(x, g.weight("scale", random_float({16}, rng, -2, 2)), g.weight("shift", random_float({16}, rng, -1, 1)));
+    g.mark_output(y);
+    backend::dnnl b({.persist = false});
+    check_against_reference(g, 1e-5, 3, &b);
+    const auto plan = b.compile(g);
+    const auto bn = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.node == y.node; });
+    REQUIRE(bn != plan->steps.end());
+    CHECK(bn->what == "batchnorm (binary mul + add)");
+}
+
 TEST_CASE("dnnl data movement: concat, split, transpose, enlarge, pad, reshape, softmax") {
     SUBCASE("concat of three along each axis") {
         for (int ax = 0; ax < 4; ++ax) {

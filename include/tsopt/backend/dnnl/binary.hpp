@@ -4,10 +4,11 @@
 // (add and mul commute); when both operands broadcast (e.g. [3,1] + [1,4])
 // the lowering refuses and the node falls back to the reference. smul by a
 // run-time scalar is a binary multiply by a [1,..,1] tensor. batchnorm
-// (x * scale[c] + shift[c]) is oneDNN batch normalization with global stats
-// mean = 0, variance = 1, epsilon = 0 (so scale / sqrt(1 + 0) == scale
-// exactly), in the input's layout; where that primitive refuses, a binary
-// multiply with a fused binary-add post-op.
+// (x * scale[c] + shift[c]) is a binary multiply with a fused binary-add
+// post-op in the input's layout; where that has only oneDNN's reference
+// kernel, oneDNN batch normalization with global stats mean = 0, variance =
+// 1, epsilon = 0 (so scale / sqrt(1 + 0) == scale exactly); else the binary
+// on the row-major input.
 #include "tsopt/backend/dnnl/post_chain.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -70,12 +71,37 @@ inline void lower_smul_runtime(lowering& L, std::size_t i) {
 inline void lower_batchnorm(lowering& L, std::size_t i) {
     dims xd = L.in_dims(i, 0);
     const std::int64_t C = xd[1];
-    tref x = L.in(i, 0);
     tref scale = L.plain_in(i, 1), shift = L.plain_in(i, 2);
-    try {
+    dims cd(xd.size(), 1);
+    cd[1] = C;
+    // x * scale + shift as one binary multiply with a binary-add post-op, in
+    // the layout x has (`keep_layout`) or row-major; `no_reference` refuses
+    // oneDNN's reference kernel.
+    auto as_binary = [&](bool keep_layout, bool no_reference) {
+        tref x = L.in(i, 0);
+        if (!keep_layout) x = L.plain(x, xd, i);
+        tref sc = scale.as(plain_md(cd)), sh = shift.as(plain_md(cd));
+        dn::post_ops po;
+        po.append_binary(dn::algorithm::binary_add, sh.md);
+        dn::primitive_attr at = L.attr();
+        at.set_post_ops(po);
+        dn::binary::primitive_desc pd(L.p.eng, dn::algorithm::binary_mul, x.md, sc.md, x.md, at);
+        if (no_reference && std::string_view(pd.impl_info_str()).starts_with("ref")) throw refused("only oneDNN's reference binary kernel");
+        tref y = L.fresh(pd.dst_desc());
+        L.add<dn::binary>(i, pd,
+                          {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, sc}, {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, sh},
+                           {DNNL_ARG_DST, y}},
+                          "batchnorm (binary mul + add)");
+        L.set(i, 0, y);
+    };
+    // oneDNN's inference batch normalization with mean 0, variance 1 and
+    // epsilon 0, which computes x * scale + shift exactly.
+    auto as_batch_normalization = [&] {
+        tref x = L.in(i, 0);
         auto flags = dn::normalization_flags::use_global_stats | dn::normalization_flags::use_scale |
                      dn::normalization_flags::use_shift;
         dn::batch_normalization_forward::primitive_desc pd(L.p.eng, dn::prop_kind::forward_inference, x.md, x.md, 0.f, flags, L.attr());
+        if (std::string_view(pd.impl_info_str()).starts_with("ref")) throw refused("only oneDNN's reference batch normalization");
         tref mean = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 0.f));
         tref var = L.constant_buffer(std::make_shared<const tensor<float>>(shape{C}, 1.f));
         tref y = L.fresh(pd.dst_desc());
@@ -84,24 +110,23 @@ inline void lower_batchnorm(lowering& L, std::size_t i) {
                                                 {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}, {DNNL_ARG_DST, y}},
                                                "batch normalization");
         L.set(i, 0, y);
-        return;
-    } catch (const dn::error&) {
+    };
+    // The binary multiply first: on NASNet-Mobile's 192 unfolded batch
+    // normalizations (1 thread) it took 2.1 ms where oneDNN's batch
+    // normalization took 12.2 (its channels-last kernel, nspc_bnorm, ~0.3 ms
+    // each). Over a blocked layout with a per-channel operand the binary has
+    // only its reference kernel (45 ms on one of them): then the batch
+    // normalization, which has a blocked kernel, else row-major.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto m = L.checkpoint();
+        try {
+            return attempt == 0 ? as_binary(true, true) : as_batch_normalization();
+        } catch (const dn::error&) {
+        } catch (const refused&) {
+        }
+        L.rollback(m, i);
     }
-    // x * scale + shift as one binary multiply with a binary-add post-op.
-    dims cd(xd.size(), 1);
-    cd[1] = C;
-    tref sc = scale.as(plain_md(cd)), sh = shift.as(plain_md(cd));
-    dn::post_ops po;
-    po.append_binary(dn::algorithm::binary_add, sh.md);
-    dn::primitive_attr at = L.attr();
-    at.set_post_ops(po);
-    dn::binary::primitive_desc pd(L.p.eng, dn::algorithm::binary_mul, x.md, sc.md, x.md, at);
-    tref y = L.fresh(pd.dst_desc());
-    L.add<dn::binary>(i, pd,
-                      {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, sc}, {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, sh},
-                       {DNNL_ARG_DST, y}},
-                      "batchnorm (binary mul + add)");
-    L.set(i, 0, y);
+    as_binary(false, false);
 }
 
 }  // namespace tsopt::backend::dnnl_impl

@@ -81,8 +81,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // brgemm inner products; 8: elementwise chains after an elementwise
 // operator as its post-ops; 9: unrolled Winograd transforms, and Winograd
 // from 24 input channels and 32 output channels on; 10: memory-bound
-// primitives under serial_bytes on one thread).
-inline constexpr int lowering_revision = 10;
+// primitives under serial_bytes on one thread; 11: batchnorm as a binary
+// multiply before oneDNN's batch normalization).
+inline constexpr int lowering_revision = 11;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
