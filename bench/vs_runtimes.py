@@ -5,7 +5,7 @@ For each model in the folder (ONNX exported from PyTorch by
 bench/export_models.py, and tsopt's zoo models written by build/bench/export_zoo
 as zoo_<name>.onnx) and each thread count: `tsopt optimize` once, then R interleaved rounds of
 
-  tsopt (oneDNN) on the original and on its optimized model  (`tsopt bench A B`),
+  tsopt (oneDNN) on the original and on its optimized model  (`tsopt bench M`, each),
   ONNX Runtime (ORT_ENABLE_ALL) on the original and on tsopt's output,
   OpenVINO (CPU, LATENCY hint, f32 inference precision) on the original,
 
@@ -72,13 +72,17 @@ def rel_error(a, b):
 TSOPT_LINE = re.compile(r"^\s+(\S+)\s+([0-9.]+) ms")
 
 
-def tsopt_bench(tsopt, orig, opt, threads, reps):
+def tsopt_bench(tsopt, model, threads, reps):
+    """Median ms of `reps` runs of one model in a row (`tsopt bench MODEL`), as the runtimes below are timed.
+
+    `tsopt bench A B` alternates the two models run by run: each run then starts after the other
+    model's weights went through the caches, which the runtimes' back-to-back runs never see."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    r = subprocess.run([tsopt, "bench", str(orig), str(opt), "--reps", str(reps)], env=env, capture_output=True, text=True)
+    r = subprocess.run([tsopt, "bench", str(model), "--reps", str(reps)], env=env, capture_output=True, text=True)
     times = [float(m.group(2)) for m in map(TSOPT_LINE.match, r.stdout.splitlines()) if m]
-    if r.returncode != 0 or len(times) != 2:
+    if r.returncode != 0 or len(times) != 1:
         raise RuntimeError(f"tsopt bench exited {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}")
-    return times
+    return times[0]
 
 
 def run_model(args, name, path, threads, work):
@@ -119,9 +123,9 @@ def run_model(args, name, path, threads, work):
     rounds = {k: [] for k in ["tsopt_orig", "tsopt_opt", *runners]}
     for rnd in range(args.rounds):
         time.sleep(0.2)  # the same pause as between the runners below
-        a, b = tsopt_bench(args.tsopt, path, opt, threads, args.reps)
-        rounds["tsopt_orig"].append(a)
-        rounds["tsopt_opt"].append(b)
+        rounds["tsopt_orig"].append(tsopt_bench(args.tsopt, path, threads, args.reps))
+        time.sleep(0.2)
+        rounds["tsopt_opt"].append(tsopt_bench(args.tsopt, opt, threads, args.reps))
         for k, f in runners.items():
             # The previous runner's idle thread pool may still be spinning on the
             # second core (ONNX Runtime's intra-op threads spin after each run): at
