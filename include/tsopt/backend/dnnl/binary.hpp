@@ -117,15 +117,18 @@ inline void lower_batchnorm(lowering& L, std::size_t i) {
     // each). Over a blocked layout with a per-channel operand the binary has
     // only its reference kernel (45 ms on one of them): then the batch
     // normalization, which has a blocked kernel, else row-major.
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    auto attempt = [&](const auto& lower) {
         auto m = L.checkpoint();
         try {
-            return attempt == 0 ? as_binary(true, true) : as_batch_normalization();
+            lower();
+            return true;
         } catch (const dn::error&) {
         } catch (const refused&) {
         }
         L.rollback(m, i);
-    }
+        return false;
+    };
+    if (attempt([&] { as_binary(true, true); }) || attempt(as_batch_normalization)) return;
     as_binary(false, false);
 }
 

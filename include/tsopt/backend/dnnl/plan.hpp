@@ -150,8 +150,9 @@ class thread_limit {
 public:
     explicit thread_limit(bool serial) {
 #ifdef _OPENMP
-        if (serial && (before_ = omp_get_max_threads()) > 1) omp_set_num_threads(1);
-        else before_ = 0;
+        if (!serial) return;
+        before_ = omp_get_max_threads();
+        if (before_ > 1) omp_set_num_threads(1);
 #else
         (void)serial;
 #endif
@@ -258,8 +259,8 @@ public:
     void run_steps() {
         // Consecutive serial steps share one narrowing of the threads.
         for (std::size_t k = 0; k < steps.size();) {
-            thread_limit limit(steps[k].serial);
             const bool serial = steps[k].serial;
+            thread_limit limit(serial);
             do execute(steps[k++]);
             while (k < steps.size() && steps[k].serial == serial);
         }
