@@ -147,6 +147,49 @@ TEST_CASE("dnnl concat: in the layout its convolution inputs share, else copied 
     }
 }
 
+TEST_CASE("dnnl: a grouped convolution reading a channels-last input computes channels-last, without reorders") {
+    // ResNeXt's block: 1x1 conv (brgconv, channels-last) -> 3x3 conv of 32
+    // groups of 4 channels -> 1x1 conv. Left to `any`, the grouped conv took
+    // a blocked aBcd4b form and a reorder on each side.
+    std::mt19937_64 rng(31);
+    backend::dnnl b({.persist = false});
+    graph g;
+    auto x = g.input("x", {1, 64, 28, 28});
+    auto a = g.conv2d(x, g.weight("wa", {128, 64, 1, 1}, rng), {.act = relu});
+    auto gc = g.conv2d(a, g.weight("wg", {128, 4, 3, 3}, rng), {.pad = same, .act = relu});
+    auto y = g.conv2d(gc, g.weight("wy", {256, 128, 1, 1}, rng));
+    g.mark_output(y);
+    check_against_reference(g, 1e-4, 1, &b);
+    const auto p = b.compile(g);  // held: the steps belong to it
+    auto own = [&](std::int32_t node) {
+        const auto s = std::find_if(p->steps.begin(), p->steps.end(), [&](const auto& st) { return st.node == node && !st.conversion; });
+        REQUIRE(s != p->steps.end());
+        return *s;
+    };
+    auto arg = [](const backend::dnnl_impl::step& s, int which) {
+        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const auto& a) { return a.first == which; });
+        REQUIRE(it != s.args.end());
+        return it->second;
+    };
+    const auto nhwc = [](const backend::dnnl_impl::dims& d) { return backend::dnnl_impl::dn::memory::desc(d, backend::dnnl_impl::f32, backend::dnnl_impl::dn::memory::format_tag::nhwc); };
+    if (arg(own(a.node), DNNL_ARG_DST).md != nhwc({1, 128, 28, 28})) {
+        MESSAGE("the 1x1 convolution is not channels-last on this CPU (" << own(a.node).impl << "): nothing to keep");
+        return;
+    }
+    const auto grouped = own(gc.node);
+    CHECK(arg(grouped, DNNL_ARG_SRC).md == nhwc({1, 128, 28, 28}));
+    CHECK(arg(grouped, DNNL_ARG_DST).md == nhwc({1, 128, 28, 28}));
+    // Neither the grouped conv's input nor its output is converted (the
+    // graph's own input and output are, to and from NCHW).
+    const int a_buf = arg(own(a.node), DNNL_ARG_DST).buf, gc_buf = arg(grouped, DNNL_ARG_DST).buf;
+    for (const auto& s : p->steps)
+        if (s.conversion)
+            for (const auto& [which, r] : s.args)
+                if (which == DNNL_ARG_SRC) CHECK((r.buf != a_buf && r.buf != gc_buf));
+    CHECK(arg(own(y.node), DNNL_ARG_SRC).md == nhwc({1, 128, 28, 28}));
+    CHECK(grouped.impl.find("ref") == std::string::npos);
+}
+
 TEST_CASE("dnnl plans are compiled once per graph and reused") {
     backend::dnnl b({.persist = false});
     auto g = block();

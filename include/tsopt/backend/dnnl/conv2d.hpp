@@ -12,6 +12,31 @@
 
 namespace tsopt::backend::dnnl_impl {
 
+// A grouped convolution whose input arrives channels-last (from a 1x1
+// brgconv: ResNeXt's blocks) computes in that layout where oneDNN runs it with
+// the same kernel as in the layout `any` picks. For 4 to 32 channels per group
+// `any` picks a blocked form (aBcd4b / aBcd8b) for the direct JIT kernel, and
+// the reorders into and out of it cost 20-45 % of the convolution, while that
+// kernel runs channels-last about as fast (docs/benchmarks.md, "Grouped
+// convolutions channels-last"). `make(dst)` builds the primitive descriptor
+// from `src` and `dst` as they stand.
+template <class Make>
+void keep_channels_last(lowering& L, std::size_t i, dn::memory::desc& src, dn::memory::desc& dst, Make&& make) {
+    const dn::memory::desc nhwc_src(L.in_dims(i, 0), f32, tag::nhwc);
+    if (L.in(i, 0).md != nhwc_src) return;
+    const auto chosen = make(dst);
+    if (chosen.src_desc() == nhwc_src) return;
+    const dn::memory::desc any_src = src, any_dst = dst;
+    src = nhwc_src;
+    if (dst.get_format_kind() == dn::memory::format_kind::any) dst = dn::memory::desc(L.out_dims(i), f32, tag::nhwc);
+    try {
+        if (make(dst).impl_info_str() == chosen.impl_info_str()) return;
+    } catch (const dn::error&) {
+    }
+    src = any_src;
+    dst = any_dst;
+}
+
 inline void lower_conv2d(lowering& L, std::size_t i) {
     using namespace spec::conv2d_p;
     const node& n = L.at(i);
@@ -23,16 +48,19 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     dims wdims = groups == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
     if (winograd::lower(L, i)) return;
     dims odims = L.out_dims(i);
+    dn::memory::desc src_md = any_md(L.in_dims(i, 0));
     auto conv_pd = [&](const dn::memory::desc& dst_md, const dn::primitive_attr& a, bool with_bias) {
         const dims strides{n.params[stride_h], n.params[stride_w]}, dilates{n.params[dil_h] - 1, n.params[dil_w] - 1}, pads{ph, pw};
         if (with_bias)
             return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                           any_md(L.in_dims(i, 0)), any_md(wdims), plain_md({odims[1]}), dst_md,
+                                                           src_md, any_md(wdims), plain_md({odims[1]}), dst_md,
                                                            strides, dilates, pads, pads, a);
         return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                       any_md(L.in_dims(i, 0)), any_md(wdims), dst_md, strides, dilates, pads, pads, a);
+                                                       src_md, any_md(wdims), dst_md, strides, dilates, pads, pads, a);
     };
-    const auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
+    auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
+    dn::primitive_attr at = L.attr(n.params[act]);
+    if (groups > 1) keep_channels_last(L, i, src_md, d, [&](const dn::memory::desc& dst_md) { return conv_pd(dst_md, at, false); });
     // With the chain as post-ops, else with the part before its sum, else
     // alone: where oneDNN refuses the combination, or would run it with
     // another kernel than the conv alone (a reference kernel where the conv
@@ -44,7 +72,6 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
                       chain.ops[0].first == dn::algorithm::binary_add;
     bool with_bias = false;
     std::optional<dn::convolution_forward::primitive_desc> pd;
-    dn::primitive_attr at = L.attr(n.params[act]);
     const std::string alone = conv_pd(d, at, false).impl_info_str();
     auto try_chain = [&](std::size_t len) {
         dn::post_ops po;

@@ -82,8 +82,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // operator as its post-ops; 9: unrolled Winograd transforms, and Winograd
 // from 24 input channels and 32 output channels on; 10: memory-bound
 // primitives under serial_bytes on one thread; 11: batchnorm as a binary
-// multiply before oneDNN's batch normalization).
-inline constexpr int lowering_revision = 11;
+// multiply before oneDNN's batch normalization; 12: grouped convolutions
+// keep a channels-last input's layout).
+inline constexpr int lowering_revision = 12;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
