@@ -303,6 +303,46 @@ TEST_CASE("timing statistic: the minimum of the rounds") {
     CHECK(backend::minimum({}) == 0);
 }
 
+TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins most paired rounds") {
+    // Scripted times per round (candidate 0 is the original). Candidate 1's
+    // median is the lowest, but it beat the original in 5 of 10 rounds: load
+    // noise, not evidence. Candidate 2 won 9 of 10 with a higher median
+    // than candidate 1: it is the one chosen.
+    const std::vector<std::vector<double>> times{
+        {10, 10, 10, 10, 10, 10, 10, 10, 10, 10},
+        {5, 5, 5, 5, 5, 10, 10, 10, 10, 10},  // median 7.5, a tie is no win
+        {9, 9, 9, 9, 9, 9, 9, 9, 9, 11},
+    };
+    auto pick = [&](std::vector<std::vector<double>> t, std::span<const std::optional<backend::known_timing>> known = {}) {
+        std::vector<std::size_t> next(t.size(), 0);
+        return backend::verify_and_time(
+            t.size(), 0, 10, 1e-3, [](std::size_t) { return std::vector<tensor<float>>{tensor<float>(shape{1}, 1.f)}; },
+            [](std::size_t) {}, [] {}, [&](std::size_t c) { return t[c][next[c]++]; }, known);
+    };
+    auto r = pick(times);
+    CHECK(r.rounds == 10);
+    CHECK(r.faster_rounds == std::vector<int>{0, 5, 9});
+    CHECK(r.confirmed == std::vector<bool>{true, false, true});
+    CHECK(r.best == 2);
+    // Candidate 1 faster in every round: confirmed, and its median (8.5) wins.
+    auto close = times;
+    close[1] = {8.5, 8.5, 8.5, 8.5, 8.5, 8.5, 8.5, 8.5, 8.5, 8.5};
+    CHECK(pick(close).best == 1);
+    // No candidate confirmed: the original stays, whatever the medians.
+    auto noisy = times;
+    noisy[2] = {9, 9, 9, 9, 9, 9, 9, 11, 11, 11};  // 7 of 10
+    auto kept = pick(noisy);
+    CHECK(kept.ms[2] < kept.ms[0]);
+    CHECK(kept.best == 0);
+    // An earlier run's timings decide without timing (and decide the same way).
+    std::vector<std::optional<backend::known_timing>> known{backend::known_timing{10, 0, 10}, backend::known_timing{9, 6, 10},
+                                                            backend::known_timing{9.5, 8, 10}};
+    auto again = pick({{}, {}, {}}, known);
+    CHECK(again.reused);
+    CHECK(again.best == 2);
+    CHECK(again.confirmed == std::vector<bool>{true, false, true});
+}
+
 TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {
     // Cache-hot the weight comes from L2/L3; end to end (and with
     // cold_weights) from memory.
@@ -603,6 +643,8 @@ TEST_CASE("dnnl pick_fastest times a candidate set once: a later run reuses the 
     CHECK(second.reused);
     CHECK(second.best == first.best);
     CHECK(second.ms == first.ms);
+    CHECK(second.faster_rounds == first.faster_rounds);
+    CHECK(second.confirmed == first.confirmed);
     CHECK(second.rejected == first.rejected);  // verified again all the same
     // Another candidate set, or the same with another number of rounds: timed.
     CHECK(!again.pick_fastest(std::vector<graph>{chain(1, 8, 8)}, in, 3).reused);

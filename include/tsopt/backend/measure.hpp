@@ -178,8 +178,33 @@ struct pick_result {
     std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
     std::vector<double> error;   // max relative error of its outputs vs candidate 0
     std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
-    bool reused = false;         // ms are an earlier run's times of the same candidates (nothing timed)
+    // Candidate c ran faster than candidate 0 in at least confirm_share of
+    // the rounds (candidate 0 itself: true). Only a confirmed candidate can
+    // be chosen over candidate 0.
+    std::vector<bool> confirmed;
+    std::vector<int> faster_rounds;  // rounds in which c ran faster than candidate 0 (as timed now, or when first timed)
+    int rounds = 0;                  // timed rounds behind ms (those of the earlier run when reused)
+    bool reused = false;             // ms are an earlier run's times of the same candidates (nothing timed)
 };
+
+// An earlier run's timing of one candidate (pick_fastest's measurement cache).
+struct known_timing {
+    double ms = 0;
+    int faster_rounds = 0, rounds = 0;
+};
+
+// The share of interleaved rounds a candidate must win against candidate 0
+// (the original) to replace it: a sign test on paired rounds. Each round
+// times every candidate back to back, so load that drifts between rounds
+// moves both times of a pair alike, and a faster median alone is not
+// evidence: on the loud 2-vCPU machine a SqueezeNet candidate whose median
+// was 0.2 % below the original's was written and then ran 10 % slower. With
+// 10 rounds this asks for 8 wins, which two equally fast graphs reach by
+// chance 5.5 % of the time.
+inline constexpr double confirm_share = 0.75;
+inline bool confirmed_by(int faster_rounds, int rounds) {
+    return rounds > 0 && static_cast<double>(faster_rounds) >= confirm_share * static_cast<double>(rounds);
+}
 
 // AutoGraph's on-board verification over n candidates: outputs(c) runs
 // candidate c once and returns its outputs (candidates are visited in order,
@@ -188,13 +213,14 @@ struct pick_result {
 // `warmup` untimed interleaved rounds (run(c)), then settle() (waits for
 // pending work), then max(reps, 1) interleaved rounds of an untimed run and a
 // timed one (time(c): ms of one run), so drifting machine load hits all
-// alike; the fastest median wins. `known_ms`: the candidates' times from an
+// alike; the fastest median among candidate 0 and the candidates confirmed
+// against it (confirm_share) wins. `known`: the candidates' timings from an
 // earlier run of the same set (one per candidate): when every accepted
 // candidate has one, nothing is timed and they decide, so the same
 // candidates give the same choice whatever the machine's load now.
 template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
-                            Settle&& settle, Time&& time, std::span<const std::optional<double>> known_ms = {}) {
+                            Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {}) {
     pick_result r;
     std::vector<tensor<float>> first;
     for (std::size_t c = 0; c < n; ++c) {
@@ -207,14 +233,25 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
         r.error.push_back(e);
         r.rejected.push_back(!(e <= tolerance));
     }
-    bool known = known_ms.size() == n;
-    for (std::size_t c = 0; known && c < n; ++c) known = r.rejected[c] || known_ms[c].has_value();
-    if (known) {
-        r.reused = true;
-        for (std::size_t c = 0; c < n; ++c) {
-            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : *known_ms[c]);
-            if (r.ms[c] < r.ms[r.best]) r.best = c;
+    auto choose = [&r, n] {
+        r.confirmed.assign(n, false);
+        r.confirmed[0] = true;
+        for (std::size_t c = 1; c < n; ++c) {
+            r.confirmed[c] = !r.rejected[c] && confirmed_by(r.faster_rounds[c], r.rounds);
+            if (r.confirmed[c] && r.ms[c] < r.ms[r.best]) r.best = c;
         }
+    };
+    bool reuse = known.size() == n && known[0].has_value();
+    for (std::size_t c = 0; reuse && c < n; ++c)
+        reuse = r.rejected[c] || (known[c].has_value() && known[c]->rounds == known[0]->rounds);
+    if (reuse) {
+        r.reused = true;
+        r.rounds = known[0]->rounds;
+        for (std::size_t c = 0; c < n; ++c) {
+            r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : known[c]->ms);
+            r.faster_rounds.push_back(r.rejected[c] ? 0 : known[c]->faster_rounds);
+        }
+        choose();
         return r;
     }
     for (int w = 0; w < warmup; ++w)
@@ -228,7 +265,8 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
     // fit), as an engine running one model sees. Timed right after another
     // candidate, whose own weights had evicted them, a weight-bound model
     // (NasRNN) measured 1.6x slower than it runs.
-    for (int k = 0; k < std::max(reps, 1); ++k)
+    r.rounds = std::max(reps, 1);
+    for (int k = 0; k < r.rounds; ++k)
         for (std::size_t c = 0; c < n; ++c)
             if (!r.rejected[c]) {
                 run(c);
@@ -237,8 +275,11 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
             }
     for (std::size_t c = 0; c < n; ++c) {
         r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : median(t[c]));
-        if (r.ms[c] < r.ms[r.best]) r.best = c;
+        int wins = 0;
+        for (std::size_t k = 0; k < t[c].size() && c > 0; ++k) wins += t[c][k] < t[0][k];
+        r.faster_rounds.push_back(wins);
     }
+    choose();
     return r;
 }
 

@@ -329,9 +329,10 @@ public:
 
     using pick_result = backend::pick_result;
     // AutoGraph's on-board verification: runs each candidate on `in`, rejects
-    // those whose outputs disagree with candidate 0 (the optimizer's best by
-    // its cost model), times the others end to end in interleaved rounds (so
-    // drifting machine load hits all alike) and returns the fastest. The
+    // those whose outputs disagree with candidate 0 (the original, for
+    // `tsopt optimize`), times the others end to end in interleaved rounds (so
+    // drifting machine load hits all alike) and returns the fastest of
+    // candidate 0 and those that beat it in most rounds (confirm_share). The
     // times of a candidate set are kept in the measurement cache (keyed by
     // the candidates' content hashes and the reps): the same set, in a later
     // run too, is verified again but not re-timed, so it gets the same choice.
@@ -339,9 +340,14 @@ public:
         if (candidates.empty()) throw error("pick_fastest: no candidates");
         std::uint64_t set = static_cast<std::uint64_t>(reps);
         for (const graph& g : candidates) set = hashing::combine(set, content_hash(g));
-        auto key = [&](std::size_t c) { return "pick|" + hashing::hex(set) + "|" + std::to_string(c); };
-        std::vector<std::optional<double>> known;
-        for (std::size_t c = 0; c < candidates.size(); ++c) known.push_back(cache_.find(key(c)));
+        // Per candidate: its median, and the rounds it won against candidate 0 out of how many.
+        auto key = [&](std::size_t c, const char* what) { return "pick|" + hashing::hex(set) + "|" + std::to_string(c) + what; };
+        std::vector<std::optional<known_timing>> known;
+        for (std::size_t c = 0; c < candidates.size(); ++c) {
+            const auto ms = cache_.find(key(c, "")), wins = cache_.find(key(c, "|faster")), rounds = cache_.find(key(c, "|rounds"));
+            known.push_back(ms && wins && rounds ? std::optional<known_timing>(known_timing{*ms, static_cast<int>(*wins), static_cast<int>(*rounds)})
+                                                 : std::nullopt);
+        }
         std::vector<dnnl_impl::plan*> plans;
         auto r = verify_and_time(
             candidates.size(), opt_.warmup, reps, opt_.verify_tolerance,
@@ -352,8 +358,12 @@ public:
             },
             [&](std::size_t c) { plans[c]->run(in); }, [] {},
             [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); }, known);
-        for (std::size_t c = 0; c < candidates.size(); ++c)
-            if (!r.rejected[c] && !known[c]) cache_.put(key(c), r.ms[c]);
+        for (std::size_t c = 0; c < candidates.size() && !r.reused; ++c)
+            if (!r.rejected[c]) {
+                cache_.put(key(c, ""), r.ms[c]);
+                cache_.put(key(c, "|faster"), r.faster_rounds[c]);
+                cache_.put(key(c, "|rounds"), r.rounds);
+            }
         return r;
     }
 
