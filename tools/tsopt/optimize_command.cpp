@@ -97,7 +97,6 @@ struct outcome {
     std::size_t chosen_index = 0, rejected = 0;
     std::vector<double> candidate_ms;
     std::vector<int> candidate_faster_rounds;  // rounds each candidate ran faster than the original
-    std::vector<bool> candidate_confirmed;     // faster in enough rounds to replace it (backend::confirm_share)
     int timing_rounds = 0;                  // end-to-end rounds actually run (at most --reps)
     // Measured backends whose budget left no time to time the candidates:
     // what the original and the best would have needed, and what was left.
@@ -287,7 +286,6 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
         o.chosen_index = pick.best;
         o.candidate_ms = pick.ms;
         o.candidate_faster_rounds = pick.faster_rounds;
-        o.candidate_confirmed = pick.confirmed;
         for (std::size_t c = 1; c < cands.size(); ++c) o.rejected += pick.rejected[c];
         o.chosen = cands[pick.best];
         o.ms_before = pick.ms[0];
@@ -611,7 +609,8 @@ int optimize_command(int argc, char** argv, int first) {
             if (std::isfinite(o.candidate_ms[c])) {
                 out << ", candidate " << c << " " << o.candidate_ms[c] << " ms (faster in " << o.candidate_faster_rounds[c]
                     << " of " << o.timing_rounds << ")";
-                faster_unconfirmed = faster_unconfirmed || (o.candidate_ms[c] < o.candidate_ms[0] && !o.candidate_confirmed[c]);
+                faster_unconfirmed = faster_unconfirmed || (o.candidate_ms[c] < o.candidate_ms[0] &&
+                                                            !backend::confirmed_by(o.candidate_faster_rounds[c], o.timing_rounds));
             } else {
                 out << ", candidate " << c << " rejected";
             }
