@@ -19,6 +19,11 @@ error`), so a runtime that computed something else is not counted as fast.
   bench/vs_runtimes.sh [options]      (creates the virtual environment, then runs this)
   python bench/vs_runtimes.py --models DIR [--only a,b] [--threads 1,2] [--rounds 5] [--reps 10]
                               [--budget 30] [--tsopt build/tools/tsopt/tsopt] [--markdown FILE]
+                              [--denormals defaults|flushed|kept]
+
+Denormal floats: by default each runtime runs as it does out of the box (tsopt
+flushes them to zero, ONNX Runtime and OpenVINO do not); --denormals flushed or
+kept runs all three the same way.
 """
 import argparse
 import json
@@ -40,8 +45,10 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def ort_session(path, threads):
+def ort_session(path, threads, flush_denormals):
     so = ort.SessionOptions()
+    if flush_denormals:
+        so.add_session_config_entry("session.set_denormal_as_zero", "1")
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -72,13 +79,14 @@ def rel_error(a, b):
 TSOPT_LINE = re.compile(r"^\s+(\S+)\s+([0-9.]+) ms")
 
 
-def tsopt_bench(tsopt, model, threads, reps):
+def tsopt_bench(tsopt, model, threads, reps, keep_denormals):
     """Median ms of `reps` runs of one model in a row (`tsopt bench MODEL`), as the runtimes below are timed.
 
     `tsopt bench A B` alternates the two models run by run: each run then starts after the other
     model's weights went through the caches, which the runtimes' back-to-back runs never see."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    r = subprocess.run([tsopt, "bench", str(model), "--reps", str(reps)], env=env, capture_output=True, text=True)
+    r = subprocess.run([tsopt, "bench", str(model), "--reps", str(reps), *(["--keep-denormals"] if keep_denormals else [])],
+                       env=env, capture_output=True, text=True)
     times = [float(m.group(2)) for m in map(TSOPT_LINE.match, r.stdout.splitlines()) if m]
     if r.returncode != 0 or len(times) != 1:
         raise RuntimeError(f"tsopt bench exited {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}")
@@ -90,7 +98,8 @@ def run_model(args, name, path, threads, work):
     report = work / f"{name}.t{threads}.report.json"
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     t0 = time.perf_counter()
-    r = subprocess.run([args.tsopt, "optimize", str(path), "-o", str(opt), "--budget", str(args.budget), "--report", str(report)],
+    r = subprocess.run([args.tsopt, "optimize", str(path), "-o", str(opt), "--budget", str(args.budget), "--report", str(report),
+                        *(["--keep-denormals"] if args.denormals == "kept" else [])],
                        env=env, capture_output=True, text=True)
     search_s = time.perf_counter() - t0
     row = {"model": name, "threads": threads, "optimize_exit": r.returncode, "optimize_s": round(search_s, 1)}
@@ -99,7 +108,8 @@ def run_model(args, name, path, threads, work):
         log(f"  {name} t={threads}: tsopt optimize exited {r.returncode}: {row['error']}")
         return row
 
-    s_orig, s_opt = ort_session(path, threads), ort_session(opt, threads)
+    flush = args.denormals == "flushed"
+    s_orig, s_opt = ort_session(path, threads, flush), ort_session(opt, threads, flush)
     # Every input by name (the zoo's RNNs take one per step); tsopt keeps the names.
     rng = np.random.default_rng(1)
     feed = {i.name: rng.random([d if isinstance(d, int) else 1 for d in i.shape], dtype=np.float32) for i in s_orig.get_inputs()}
@@ -108,7 +118,7 @@ def run_model(args, name, path, threads, work):
     # f32 like the others: on CPUs with AVX512_BF16 or AMX, OpenVINO's default
     # inference precision is bf16 (other results, another speed).
     compiled = core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
-                                                      "INFERENCE_PRECISION_HINT": "f32"})
+                                                      "INFERENCE_PRECISION_HINT": "f32", "CPU_DENORMALS_OPTIMIZATION": flush})
     req = compiled.create_infer_request()
     ov_out = req.infer(feed)
     row["ov_error"] = rel_error([ov_out[o] for o in compiled.outputs], s_orig.run(None, feed))
@@ -123,9 +133,9 @@ def run_model(args, name, path, threads, work):
     rounds = {k: [] for k in ["tsopt_orig", "tsopt_opt", *runners]}
     for rnd in range(args.rounds):
         time.sleep(0.2)  # the same pause as between the runners below
-        rounds["tsopt_orig"].append(tsopt_bench(args.tsopt, path, threads, args.reps))
+        rounds["tsopt_orig"].append(tsopt_bench(args.tsopt, path, threads, args.reps, args.denormals == "kept"))
         time.sleep(0.2)
-        rounds["tsopt_opt"].append(tsopt_bench(args.tsopt, opt, threads, args.reps))
+        rounds["tsopt_opt"].append(tsopt_bench(args.tsopt, opt, threads, args.reps, args.denormals == "kept"))
         for k, f in runners.items():
             # The previous runner's idle thread pool may still be spinning on the
             # second core (ONNX Runtime's intra-op threads spin after each run): at
@@ -167,6 +177,10 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--budget", type=float, default=30)
     ap.add_argument("--tsopt", default="build/tools/tsopt/tsopt")
+    ap.add_argument("--denormals", choices=["defaults", "flushed", "kept"], default="defaults",
+                    help="defaults: each runtime's own (tsopt flushes denormals to zero, ONNX Runtime and OpenVINO keep them); "
+                         "flushed: all three flush (session.set_denormal_as_zero, CPU_DENORMALS_OPTIMIZATION); "
+                         "kept: all three keep them (tsopt --keep-denormals)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     ap.add_argument("--markdown", type=Path, help="also write the table as Markdown")
     args = ap.parse_args()
@@ -183,7 +197,7 @@ def main():
         ap.error(f"no .onnx models in {args.models}")
     threads = [int(t) for t in args.threads.split(",")]
     print(f"vs_runtimes: onnxruntime {ort.__version__}, openvino {ov.__version__}, {os.cpu_count()} CPUs, "
-          f"threads {threads}, {args.rounds} rounds x {args.reps} runs, budget {args.budget} s", flush=True)
+          f"threads {threads}, {args.rounds} rounds x {args.reps} runs, budget {args.budget} s, denormals: {args.denormals}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="tsopt-vs-runtimes-") as tmp:
         for i, m in enumerate(models):

@@ -732,6 +732,51 @@ TEST_CASE("dnnl: memory-bound primitives over a few kilobytes run on one thread,
     CHECK_FALSE(step_of(big_sum.node).serial);
 }
 
+TEST_CASE("dnnl flushes denormals while it runs, on every thread, and gives the caller its mode back") {
+#ifndef TSOPT_HAVE_MXCSR
+    MESSAGE("skipped: denormals are flushed only on x86 (MXCSR)");
+#else
+    // 2^-130 halved: a denormal in, a denormal out, unless flushed. A big
+    // input so the multiply runs on every OpenMP thread.
+    const float tiny = std::ldexp(1.0f, -130);
+    graph g;
+    auto x = g.input("x", {1, 64, 64, 64});
+    g.mark_output(g.ewmul(x, g.weight("half", tensor<float>({64, 1, 1}, 0.5f))));
+    tensor<float> in({1, 64, 64, 64});
+    std::fill(in.data.begin(), in.data.end(), tiny);
+    const std::vector<tensor<float>> inputs{in};
+    auto nonzero = [](const tensor<float>& t) { return std::count_if(t.data.begin(), t.data.end(), [](float v) { return v != 0; }); };
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(2);
+#endif
+    backend::dnnl flushing({.persist = false});
+    CHECK(nonzero(flushing.execute(g, inputs)[0]) == 0);
+    backend::dnnl keeping({.persist = false, .flush_denormals = false});
+    CHECK(nonzero(keeping.execute(g, inputs)[0]) == static_cast<std::ptrdiff_t>(in.data.size()));
+    // The calling thread and the OpenMP workers compute with denormals again.
+    volatile float v = tiny;
+    CHECK(v * 0.5f != 0);
+#ifdef _OPENMP
+    int flushed_workers = 0;
+#pragma omp parallel reduction(+ : flushed_workers)
+    {
+        volatile float w = tiny;
+        flushed_workers += (w * 0.5f == 0);
+    }
+    CHECK(flushed_workers == 0);
+    omp_set_num_threads(threads);
+#endif
+    // A host program that flushes already keeps flushing after the call.
+    const unsigned before = _mm_getcsr();
+    _mm_setcsr(before | 0x8040);
+    keeping.execute(g, inputs);
+    flushing.execute(g, inputs);
+    CHECK((_mm_getcsr() & 0x8040) == 0x8040);
+    _mm_setcsr(before);
+#endif
+}
+
 TEST_CASE("dnnl: elementwise operators after an elementwise operator run as its post-ops, with run-time operands") {
     // An RNN cell's gates (post_chain.hpp, fused_elementwise): adds and
     // multiplies by tensors computed earlier, full-size or broadcast,

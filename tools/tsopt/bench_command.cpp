@@ -28,6 +28,7 @@ const std::string_view bench_help =
     "  --dims NAME=N,...   values for named symbolic dimensions\n"
     "  --tolerance E       max relative error between the two models' outputs (default 1e-4)\n"
     "  --seed S            seed of the random inputs (default 1)\n"
+    "  --keep-denormals    cpu: compute with denormal floats instead of flushing them to zero\n"
     "  --profile           where each model's time goes: its plan's steps timed one by one, summed per operator kind\n"
     "  --quiet             no progress lines on stderr (by default: a bar on a terminal, plain lines otherwise)\n"
     "  --json              the results as one JSON object on stdout (docs/schema/bench.schema.json)\n"
@@ -39,7 +40,7 @@ int bench_command(int argc, char** argv, int first) {
     int reps = 20;
     double tolerance = 1e-4;
     std::uint64_t seed = 1;
-    bool profile = false, quiet = false, as_json = false;
+    bool profile = false, quiet = false, as_json = false, keep_denormals = false;
     import_args shapes;
     options o("bench");
     o.positionals(files)
@@ -48,6 +49,7 @@ int bench_command(int argc, char** argv, int first) {
         .number("--tolerance", tolerance, 0.0, true)
         .integer("--seed", seed, 0)
         .flag("--profile", profile)
+        .flag("--keep-denormals", keep_denormals)
         .flag("--quiet", quiet)
         .flag("--json", as_json);
     shapes.add_to(o);
@@ -64,6 +66,7 @@ int bench_command(int argc, char** argv, int first) {
     return with_device(which, [&]<class B>() {
         typename B::options bo;
         bo.warmup = 0;  // warmed up below, then timed in interleaved single runs
+        if constexpr (requires { bo.flush_denormals; }) bo.flush_denormals = !keep_denormals;
         B be(bo);
         install_device_ops(be);
         // Opaque nodes without an implementation are cut out: what surrounds

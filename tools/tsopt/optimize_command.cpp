@@ -63,6 +63,7 @@ const std::string_view optimize_help =
     "                          would not hold them)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
     "  --seed S                seed of the random inputs and the search (default 1)\n"
+    "  --keep-denormals        cpu: compute with denormal floats instead of flushing them to zero (slower where they occur)\n"
     "  --max-constant-mib N    largest constant a rewrite may create, in MiB (default: the larger of\n"
     "                          16 MiB and the model's weights); rewrites needing more are not applied\n"
     "  --quiet                 no progress lines on stderr (by default: bars on a terminal, plain lines\n"
@@ -82,6 +83,7 @@ struct settings {
     int reps = 20;
     std::uint64_t seed = 1;
     std::size_t max_constant_bytes = 0;  // 0: optimize's default for the model
+    bool keep_denormals = false;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     double import_s = 0;  // reading and importing the input
     onnx::import_options import;
@@ -190,6 +192,7 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
                      std::shared_ptr<B>& keep) {
     typename B::options bo;
     bo.verify_tolerance = s.tolerance;
+    if constexpr (requires { bo.flush_denormals; }) bo.flush_denormals = !s.keep_denormals;
     keep = std::make_shared<B>(bo);
     B& be = *keep;
     install_device_ops(be);
@@ -366,6 +369,7 @@ int optimize_command(int argc, char** argv, int first) {
         .number("--tolerance", s.tolerance, 0.0, true)
         .integer("--seed", s.seed, 0)
         .integer("--max-constant-mib", max_constant_mib, 1, std::int64_t(1) << 30)
+        .flag("--keep-denormals", s.keep_denormals)
         .flag("--quiet", quiet);
     shapes.add_to(cmdline);
     cmdline.parse(argc, argv, first);
