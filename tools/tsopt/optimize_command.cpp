@@ -4,6 +4,7 @@
 // exporter and io/dot.hpp; this file sequences them and prints.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <future>
 #include <iostream>
@@ -621,8 +622,9 @@ int optimize_command(int argc, char** argv, int first) {
         out << "\n";
         if (kept_original)
             out << "  kept the original: "
-                << (faster_unconfirmed ? "no candidate ran faster in at least 3/4 of the rounds (a lower median alone is within the machine's noise)"
-                                       : "no candidate was faster end to end")
+                << (faster_unconfirmed ? "no candidate ran faster in at least " + std::to_string(std::lround(backend::confirm_share * 100)) +
+                                             " % of the rounds (a lower median alone is within the machine's noise)"
+                                       : std::string("no candidate was faster end to end"))
                 << "\n";
     }
     out << std::fixed << std::setprecision(2) << "  wall time: " << total_s << " s (--budget " << std::defaultfloat

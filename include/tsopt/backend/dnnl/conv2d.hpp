@@ -19,22 +19,24 @@ namespace tsopt::backend::dnnl_impl {
 // the reorders into and out of it cost 20-45 % of the convolution, while that
 // kernel runs channels-last about as fast (docs/benchmarks.md, "Grouped
 // convolutions channels-last"). `make(dst)` builds the primitive descriptor
-// from `src` and `dst` as they stand.
+// from `src` and `dst` as they stand. Returns the implementation oneDNN runs
+// for the descriptors as it leaves them (the same either way), so the caller
+// does not build them once more to learn it.
 template <class Make>
-void keep_channels_last(lowering& L, std::size_t i, dn::memory::desc& src, dn::memory::desc& dst, Make&& make) {
-    const dn::memory::desc nhwc_src(L.in_dims(i, 0), f32, tag::nhwc);
-    if (L.in(i, 0).md != nhwc_src) return;
+std::string keep_channels_last(lowering& L, std::size_t i, dn::memory::desc& src, dn::memory::desc& dst, Make&& make) {
     const auto chosen = make(dst);
-    if (chosen.src_desc() == nhwc_src) return;
+    const dn::memory::desc nhwc_src(L.in_dims(i, 0), f32, tag::nhwc);
+    if (L.in(i, 0).md != nhwc_src || chosen.src_desc() == nhwc_src) return chosen.impl_info_str();
     const dn::memory::desc any_src = src, any_dst = dst;
     src = nhwc_src;
     if (dst.get_format_kind() == dn::memory::format_kind::any) dst = dn::memory::desc(L.out_dims(i), f32, tag::nhwc);
     try {
-        if (make(dst).impl_info_str() == chosen.impl_info_str()) return;
+        if (make(dst).impl_info_str() == chosen.impl_info_str()) return chosen.impl_info_str();
     } catch (const dn::error&) {
     }
     src = any_src;
     dst = any_dst;
+    return chosen.impl_info_str();
 }
 
 inline void lower_conv2d(lowering& L, std::size_t i) {
@@ -60,7 +62,8 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     };
     auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
     dn::primitive_attr at = L.attr(n.params[act]);
-    if (groups > 1) keep_channels_last(L, i, src_md, d, [&](const dn::memory::desc& dst_md) { return conv_pd(dst_md, at, false); });
+    auto alone_pd = [&](const dn::memory::desc& dst_md) { return conv_pd(dst_md, at, false); };
+    const std::string alone = groups > 1 ? keep_channels_last(L, i, src_md, d, alone_pd) : alone_pd(d).impl_info_str();
     // With the chain as post-ops, else with the part before its sum, else
     // alone: where oneDNN refuses the combination, or would run it with
     // another kernel than the conv alone (a reference kernel where the conv
@@ -72,7 +75,6 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
                       chain.ops[0].first == dn::algorithm::binary_add;
     bool with_bias = false;
     std::optional<dn::convolution_forward::primitive_desc> pd;
-    const std::string alone = conv_pd(d, at, false).impl_info_str();
     auto try_chain = [&](std::size_t len) {
         dn::post_ops po;
         if (auto alg = act_algorithm(n.params[act])) po.append_eltwise(*alg, 0.f, 0.f);
