@@ -15,6 +15,9 @@ ONNX Runtime on tsopt's model against ONNX Runtime on the original, same
 random inputs, every graph input fed by name (`agree`: max relative error <= 1e-4); OpenVINO's outputs
 against ONNX Runtime's on the original are shown beside them (`OpenVINO
 error`), so a runtime that computed something else is not counted as fast.
+A row whose `tsopt optimize` spent its --budget before timing the candidates
+(its report's timing_rounds 0: the cost model's choice was written untimed)
+shows "(pick untimed)" beside its optimize time, and the summary counts them.
 
   bench/vs_runtimes.sh [options]      (creates the virtual environment, then runs this)
   python bench/vs_runtimes.py --models DIR [--only a,b] [--threads 1,2] [--rounds 5] [--reps 10]
@@ -107,6 +110,8 @@ def run_model(args, name, path, threads, work):
         row["error"] = (r.stderr or r.stdout).strip().splitlines()[-1:]
         log(f"  {name} t={threads}: tsopt optimize exited {r.returncode}: {row['error']}")
         return row
+    # 0 when --budget left no time to time the candidates: the cost model's choice was written.
+    row["timing_rounds"] = json.loads(report.read_text()).get("timing_rounds")
 
     flush = args.denormals == "flushed"
     s_orig, s_opt = ort_session(path, threads, flush), ort_session(opt, threads, flush)
@@ -163,7 +168,7 @@ def markdown(rows, args):
             continue
         out.append(f"| {r['model']} | {r['threads']} | {r['tsopt_orig']:.2f} | {r['tsopt_opt']:.2f} | {r['ort_orig']:.2f} "
                    f"| {r['ort_tsopt']:.2f} | {r['ov_orig']:.2f} | **{r['vs_ort']:.2f}x** | **{r['vs_ov']:.2f}x** "
-                   f"| {r['ort_on_tsopt_output']:.2f}x | {r['optimize_s']} "
+                   f"| {r['ort_on_tsopt_output']:.2f}x | {r['optimize_s']}{' (pick untimed)' if r.get('timing_rounds') == 0 else ''} "
                    f"| {'yes' if r['agree_error'] <= 1e-4 else 'NO'} ({r['agree_error']:.1e}) | {r['ov_error']:.1e} |")
     return "\n".join(out)
 
@@ -217,7 +222,8 @@ def main():
         print(f"summary: {len(ok)}/{len(rows)} runs optimized; tsopt vs ORT geomean "
               f"{float(np.exp(np.mean(np.log([r['vs_ort'] for r in ok])))):.2f}x, vs OpenVINO "
               f"{float(np.exp(np.mean(np.log([r['vs_ov'] for r in ok])))):.2f}x; "
-              f"outputs agree on {sum(r['agree_error'] <= 1e-4 for r in ok)}/{len(ok)}")
+              f"outputs agree on {sum(r['agree_error'] <= 1e-4 for r in ok)}/{len(ok)}; "
+              f"written without the end-to-end pick (--budget spent): {sum(r.get('timing_rounds') == 0 for r in ok)}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.markdown:
