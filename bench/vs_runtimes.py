@@ -100,9 +100,10 @@ def run_model(args, name, path, threads, work):
     opt = work / f"{name}.t{threads}.tsopt.onnx"
     report = work / f"{name}.t{threads}.report.json"
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    keep_denormals = args.denormals == "kept"
     t0 = time.perf_counter()
     r = subprocess.run([args.tsopt, "optimize", str(path), "-o", str(opt), "--budget", str(args.budget), "--report", str(report),
-                        *(["--keep-denormals"] if args.denormals == "kept" else [])],
+                        *(["--keep-denormals"] if keep_denormals else [])],
                        env=env, capture_output=True, text=True)
     search_s = time.perf_counter() - t0
     row = {"model": name, "threads": threads, "optimize_exit": r.returncode, "optimize_s": round(search_s, 1)}
@@ -138,9 +139,9 @@ def run_model(args, name, path, threads, work):
     rounds = {k: [] for k in ["tsopt_orig", "tsopt_opt", *runners]}
     for rnd in range(args.rounds):
         time.sleep(0.2)  # the same pause as between the runners below
-        rounds["tsopt_orig"].append(tsopt_bench(args.tsopt, path, threads, args.reps, args.denormals == "kept"))
+        rounds["tsopt_orig"].append(tsopt_bench(args.tsopt, path, threads, args.reps, keep_denormals))
         time.sleep(0.2)
-        rounds["tsopt_opt"].append(tsopt_bench(args.tsopt, opt, threads, args.reps, args.denormals == "kept"))
+        rounds["tsopt_opt"].append(tsopt_bench(args.tsopt, opt, threads, args.reps, keep_denormals))
         for k, f in runners.items():
             # The previous runner's idle thread pool may still be spinning on the
             # second core (ONNX Runtime's intra-op threads spin after each run): at

@@ -25,18 +25,19 @@ namespace tsopt::backend::dnnl_impl {
 template <class Make>
 std::string keep_channels_last(lowering& L, std::size_t i, dn::memory::desc& src, dn::memory::desc& dst, Make&& make) {
     const auto chosen = make(dst);
+    const std::string impl = chosen.impl_info_str();
     const dn::memory::desc nhwc_src(L.in_dims(i, 0), f32, tag::nhwc);
-    if (L.in(i, 0).md != nhwc_src || chosen.src_desc() == nhwc_src) return chosen.impl_info_str();
+    if (L.in(i, 0).md != nhwc_src || chosen.src_desc() == nhwc_src) return impl;
     const dn::memory::desc any_src = src, any_dst = dst;
     src = nhwc_src;
     if (dst.get_format_kind() == dn::memory::format_kind::any) dst = dn::memory::desc(L.out_dims(i), f32, tag::nhwc);
     try {
-        if (make(dst).impl_info_str() == chosen.impl_info_str()) return chosen.impl_info_str();
+        if (make(dst).impl_info_str() == impl) return impl;
     } catch (const dn::error&) {
     }
     src = any_src;
     dst = any_dst;
-    return chosen.impl_info_str();
+    return impl;
 }
 
 inline void lower_conv2d(lowering& L, std::size_t i) {

@@ -42,7 +42,7 @@ public:
 #ifdef TSOPT_HAVE_MXCSR
         if (!on) return;
         before_ = _mm_getcsr();
-        if ((before_ & bits) == bits) return;  // already flushing (an enclosing scope, or the host program)
+        if ((before_ & mxcsr_bits) == mxcsr_bits) return;  // already flushing (an enclosing scope, or the host program)
         set_ = true;
         apply_everywhere(true);
 #else
@@ -57,20 +57,20 @@ public:
     denormals_flushed(const denormals_flushed&) = delete;
     denormals_flushed& operator=(const denormals_flushed&) = delete;
 
-private:
 #ifdef TSOPT_HAVE_MXCSR
-    static constexpr unsigned bits = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
+    static constexpr unsigned mxcsr_bits = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
 
+private:
     // On exit the workers lose both bits: they had them only if the calling
     // thread had them (inherited at their start), and then set_ is false.
     void apply_everywhere(bool flush) const {
-        const unsigned caller = flush ? (before_ | bits) : before_;
+        const unsigned caller = flush ? (before_ | mxcsr_bits) : before_;
         _mm_setcsr(caller);
 #ifdef _OPENMP
         if (omp_get_max_threads() > 1) {
 #pragma omp parallel
             {
-                if (omp_get_thread_num() != 0) _mm_setcsr(flush ? (_mm_getcsr() | bits) : (_mm_getcsr() & ~bits));
+                if (omp_get_thread_num() != 0) _mm_setcsr(flush ? (_mm_getcsr() | mxcsr_bits) : (_mm_getcsr() & ~mxcsr_bits));
             }
         }
 #endif
