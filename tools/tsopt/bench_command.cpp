@@ -30,6 +30,7 @@ const std::string_view bench_help =
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --keep-denormals    cpu: compute with denormal floats instead of flushing them to zero\n"
     "  --profile           where each model's time goes: its plan's steps timed one by one, summed per operator kind\n"
+    "  --profile-steps     as --profile, then every step in execution order with its node, shapes and kernel\n"
     "  --quiet             no progress lines on stderr (by default: a bar on a terminal, plain lines otherwise)\n"
     "  --json              the results as one JSON object on stdout (docs/schema/bench.schema.json)\n"
     "  -h, --help          this text\n";
@@ -40,7 +41,7 @@ int bench_command(int argc, char** argv, int first) {
     int reps = 20;
     double tolerance = 1e-4;
     std::uint64_t seed = 1;
-    bool profile = false, quiet = false, as_json = false, keep_denormals = false;
+    bool profile = false, profile_steps = false, quiet = false, as_json = false, keep_denormals = false;
     import_args shapes;
     options o("bench");
     o.positionals(files)
@@ -49,11 +50,13 @@ int bench_command(int argc, char** argv, int first) {
         .number("--tolerance", tolerance, 0.0, true)
         .integer("--seed", seed, 0)
         .flag("--profile", profile)
+        .flag("--profile-steps", profile_steps)
         .flag("--keep-denormals", keep_denormals)
         .flag("--quiet", quiet)
         .flag("--json", as_json);
     shapes.add_to(o);
     o.parse(argc, argv, first);
+    profile = profile || profile_steps;
     if (as_json && profile) throw usage_error("--profile prints a table; it does not combine with --json");
     if (files.empty() || files.size() > 2)
         throw usage_error(files.empty() ? "missing the model file (tsopt bench IN.onnx [OPT.onnx])"
@@ -143,7 +146,7 @@ int bench_command(int argc, char** argv, int first) {
             if (!agree) throw differ();
         }
         if (profile)
-            for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m]);
+            for (std::size_t m = 0; m < graphs.size(); ++m) backend::print_profile(std::cout, be, graphs[m], inputs[m], reps, files[m], profile_steps);
         return static_cast<int>(exit_code::ok);
     });
 }

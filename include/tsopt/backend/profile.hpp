@@ -15,10 +15,12 @@
 namespace tsopt::backend {
 
 // Per-step times of g's plan (Backend::profile) summed per operator kind and
-// step, largest first: where the end-to-end time goes.
+// step, largest first: where the end-to-end time goes. With `each_step`,
+// also every step in execution order with its node's name and shapes (as
+// ONNX Runtime's per-node profile lists them), to set layer against layer.
 template <class Backend>
 void print_profile(std::ostream& os, Backend& be, const graph& g, std::span<const tensor<float>> in, int reps,
-                   const std::string& title) {
+                   const std::string& title, bool each_step = false) {
     if constexpr (requires { be.profile(g, in, reps); }) {
         auto steps = be.profile(g, in, reps);
         struct row { double ms = 0; int count = 0; };
@@ -41,6 +43,22 @@ void print_profile(std::ostream& os, Backend& be, const graph& g, std::span<cons
             os << "  " << std::left << std::setw(60) << k << std::right << std::setw(6) << r.count << std::setw(12)
                << r.ms << " ms" << std::setw(7) << std::setprecision(1) << 100 * r.ms / std::max(total, 1e-12) << " %"
                << std::setprecision(3) << "\n";
+        if (!each_step) return;
+        os << "\nsteps of " << title << " in execution order (ms, node, input shapes -> output shape, step)\n";
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+            const auto& st = steps[s];
+            os << std::setw(5) << s << std::setw(10) << st.ms << "  ";
+            if (st.node >= 0) {
+                const node& n = g.nodes[static_cast<std::size_t>(st.node)];
+                os << n.name << " ";
+                for (std::size_t k = 0; k < n.inputs.size(); ++k) os << (k ? "," : "") << g.shape_of(n.inputs[k]).str();
+                os << " -> " << (n.shapes.empty() ? shape{} : n.shapes[0]).str() << "  ";
+            }
+            os << (st.conversion ? "conversion " : "") << st.what;
+            if constexpr (requires { st.impl; })
+                if (!st.impl.empty()) os << " [" << st.impl << "]";
+            os << "\n";
+        }
     } else {
         os << "\nprofile: the " << Backend::name << " backend has no per-step profile\n";
     }
