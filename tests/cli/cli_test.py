@@ -400,6 +400,8 @@ for opt in [opt_a, opt_c]:
     check(f"bench demo vs {os.path.basename(opt)}", ["bench", DEMO, opt, "--reps", "3"], 0,
           stdout_has=["ms", "speedup", "equal"])
 check("bench one model", ["bench", DEMO, "--reps", "2"], 0, stdout_has=["median of 2", "ms"])
+check("bench --profile-steps", ["bench", DEMO, "--reps", "2", "--profile-steps", "--quiet"], 0,
+      stdout_has=["profile of", "in execution order", " -> "])
 rc, out, _ = check("bench --json", ["bench", DEMO, opt_a, "--reps", "2", "--json", "--quiet"], 0)
 try:
     doc = json.loads(out)
