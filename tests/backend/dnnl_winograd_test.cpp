@@ -65,8 +65,8 @@ double kernel_error(wg::input_kernel in_k, wg::output_kernel out_k) {
     // Channels last, so one base address per pixel serves every channel in
     // direct_conv; 7 x 9: partial tiles in both directions.
     wg::geometry g{2, 2 * B, 2 * B, 7, 9, (7 + M - 1) / M, (9 + M - 1) / M};
-    g.in = wg::strides::of(true, g.C, g.H, g.W, B);
-    g.out = wg::strides::of(true, g.K, g.H, g.W, B);
+    g.in = tsopt::backend::dnnl_impl::strides::of(true, g.C, g.H, g.W, B);
+    g.out = tsopt::backend::dnnl_impl::strides::of(true, g.K, g.H, g.W, B);
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> U(-1, 1);
     std::vector<float> x(static_cast<std::size_t>(g.N * g.C * g.H * g.W)), w(static_cast<std::size_t>(g.K * g.C * 9));

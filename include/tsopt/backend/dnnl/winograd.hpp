@@ -28,10 +28,9 @@
 // docs/benchmarks.md. The results differ from the direct method's by
 // rounding (relative 1e-5 for F(4x4, 3x3), 1e-6 for F(2x2, 3x3) on random
 // data); dnnl::options::winograd = false turns it off.
-#include <cstring>
 #include <functional>
 
-#include "tsopt/backend/dnnl/post_chain.hpp"
+#include "tsopt/backend/dnnl/channel_blocks.hpp"
 
 namespace tsopt::backend::dnnl_impl::winograd {
 
@@ -59,21 +58,6 @@ struct matrices<4> {
     static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 };
 
-// Where element (n, channel block, y, x) of an activation starts, in floats;
-// the block's channels follow it contiguously. Blocked nChwBc and
-// channel-last nhwc are both such layouts.
-struct strides {
-    std::int64_t n = 0, block = 0, y = 0, x = 0;
-    std::int64_t at(std::int64_t in, std::int64_t ib, std::int64_t iy, std::int64_t ix) const {
-        return in * n + ib * block + iy * y + ix * x;
-    }
-    // nChwBc (blocked) or nhwc (channels last) of an N x C x H x W tensor.
-    static strides of(bool channels_last, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t B) {
-        if (channels_last) return {H * W * C, B, W * C, C};
-        return {C / B * H * W * B, H * W * B, W * B, B};
-    }
-};
-
 // Extents of one Winograd convolution (padding 1 on every side, so the
 // output is H x W).
 struct geometry {
@@ -82,38 +66,6 @@ struct geometry {
     strides in{}, out{};
     std::int64_t tiles() const { return N * th * tw; }
 };
-
-// What the output transform applies after A^T M A, in order.
-struct epilogue_op {
-    enum class kind { add, mul, relu, clip } k;
-    int operand = -1;        // add / mul: index into the step's per-channel inputs
-    float alpha = 0, beta = 0;  // relu: negative slope; clip: bounds
-};
-
-// The most operators an output transform applies: the convolution's own
-// activation and a post-op chain (max_post_ops).
-inline constexpr std::size_t max_epilogue = max_post_ops + 1;
-
-// One channel block: a SIMD register where the target has one. (A typedef
-// in a class template: GCC drops vector_size on an alias template.)
-template <int B>
-struct lanes_of {
-    typedef float type __attribute__((vector_size(B * sizeof(float))));
-};
-template <int B>
-using lanes = typename lanes_of<B>::type;
-static_assert(sizeof(lanes<16>) == 16 * sizeof(float));
-
-// (By reference: a vector passed or returned by value would have another
-// ABI in each of the targets below.)
-template <int B>
-[[gnu::always_inline]] inline void load(lanes<B>& v, const float* p) {
-    std::memcpy(&v, p, sizeof v);
-}
-template <int B>
-[[gnu::always_inline]] inline void store(float* p, const lanes<B>& v) {
-    std::memcpy(p, &v, sizeof v);
-}
 
 // The small matrix products are written out in each transform: one helper
 // taking the operand as a lambda ran the layers 10-20 % slower (GCC did not
@@ -175,10 +127,8 @@ template <int M, int B>
     using W = matrices<M>;
     constexpr int a = W::a;
     const std::int64_t T = g.tiles(), per_image = g.th * g.tw;
-    // The per-channel operands of this block, loaded once for all its tiles.
     lanes<B> operands[max_epilogue];
-    for (std::size_t q = 0; q < ep.size(); ++q)
-        if (ep[q].operand >= 0) load<B>(operands[q], channel[static_cast<std::size_t>(ep[q].operand)] + kb * B);
+    load_operands<B>(operands, ep, channel, kb);
     for (std::int64_t t = t0; t < t1; ++t) {
         const std::int64_t n = t / per_image, ty = t % per_image / g.tw, tx = t % g.tw;
         lanes<B> m[a][a], tmp[M][a];
@@ -206,21 +156,7 @@ template <int M, int B>
                 #pragma GCC unroll 8
                 for (int k = 0; k < a; ++k)
                     if (W::AT[j][k] != 0) acc += W::AT[j][k] * tmp[i][k];
-                for (std::size_t q = 0; q < ep.size(); ++q) switch (const epilogue_op& e = ep[q]; e.k) {
-                        case epilogue_op::kind::add: acc += operands[q]; break;
-                        case epilogue_op::kind::mul: acc *= operands[q]; break;
-                        case epilogue_op::kind::relu: {
-                            const lanes<B> zero{};
-                            acc = acc > zero ? acc : acc * e.alpha;
-                            break;
-                        }
-                        case epilogue_op::kind::clip: {
-                            const lanes<B> lo = lanes<B>{} + e.alpha, hi = lanes<B>{} + e.beta;
-                            acc = acc < lo ? lo : acc;
-                            acc = acc > hi ? hi : acc;
-                            break;
-                        }
-                    }
+                apply_epilogue<B>(acc, ep, operands);
                 store<B>(y + g.out.at(n, kb, oy, ox), acc);
             }
     }
@@ -264,26 +200,18 @@ void output_baseline(const float* Mx, float* y, const geometry& g, std::int64_t 
     output_body<M, B>(Mx, y, g, kb, t0, t1, ep, channel);
 }
 
-inline bool wide_vectors() {
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx512f");
-#else
-    return false;
-#endif
-}
-
 template <int M, int B>
 std::pair<input_kernel, output_kernel> kernels() {
-#if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_cpu_supports("avx512f")) return {&input_avx512<M, B>, &output_avx512<M, B>};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {&input_avx2<M, B>, &output_avx2<M, B>};
-#endif
+    switch (cpu_simd()) {
+        case simd::avx512: return {&input_avx512<M, B>, &output_avx512<M, B>};
+        case simd::avx2: return {&input_avx2<M, B>, &output_avx2<M, B>};
+        case simd::baseline: break;
+    }
     return {&input_baseline<M, B>, &output_baseline<M, B>};
 }
 
 // Runs f(block, t0, t1) over every (channel block, tile range) pair, on the
-// OpenMP threads oneDNN runs on (the same runtime, libgomp) where the
-// program is built with OpenMP, else on this thread.
+// OpenMP threads (parallel_tasks).
 //
 // Tile ranges outermost, channel blocks innermost: the transformed planes
 // ([a*a][tiles][channels]) hold one tile's channels contiguously, so a
@@ -296,14 +224,11 @@ std::pair<input_kernel, output_kernel> kernels() {
 template <class F>
 void for_blocks(std::int64_t blocks, std::int64_t tiles, F&& f) {
     constexpr std::int64_t chunk = 8;  // tiles per task: a few KB of output each
-    const std::int64_t chunks = (tiles + chunk - 1) / chunk, tasks = blocks * chunks;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (std::int64_t k = 0; k < tasks; ++k) {
+    const std::int64_t chunks = (tiles + chunk - 1) / chunk;
+    parallel_tasks(blocks * chunks, [&](std::int64_t k) {
         const std::int64_t b = k % blocks, t0 = k / blocks * chunk;
         f(b, t0, std::min(tiles, t0 + chunk));
-    }
+    });
 }
 
 // U[xi][c][k] = (G g G^T)[xi] of weights w [K, C, 3, 3] (row-major).
@@ -349,31 +274,6 @@ inline int tile_for(std::int64_t H, std::int64_t W) {
     return 0;
 }
 
-// The epilogue for the longest prefix of `chain` the output transform can
-// apply (the rest is cut off and lowered by itself); per-channel operands
-// are appended to `channel` as plain [K] views.
-inline std::vector<epilogue_op> epilogue_for(post_chain& chain, std::int64_t K, std::vector<tref>& channel) {
-    std::vector<epilogue_op> ep;
-    std::size_t k = 0;
-    for (; k < chain.nodes.size(); ++k) {
-        const auto alg = chain.ops[k].first;
-        const auto [alpha, beta] = chain.eltwise_ab[k];
-        if (chain.kinds[k] == post_chain::kind::binary) {
-            channel.push_back(chain.ops[k].second.as(plain_md({K})));
-            ep.push_back({alg == dn::algorithm::binary_add ? epilogue_op::kind::add : epilogue_op::kind::mul,
-                          static_cast<int>(channel.size() - 1)});
-        } else if (chain.kinds[k] == post_chain::kind::eltwise && alg == dn::algorithm::eltwise_relu)
-            ep.push_back({epilogue_op::kind::relu, -1, alpha, 0});
-        else if (chain.kinds[k] == post_chain::kind::eltwise &&
-                 (alg == dn::algorithm::eltwise_clip || alg == dn::algorithm::eltwise_clip_v2))
-            ep.push_back({epilogue_op::kind::clip, -1, alpha, beta});
-        else
-            break;  // a sum (into another tensor's buffer) or another eltwise
-    }
-    chain.truncate(k);
-    return ep;
-}
-
 template <int M, int B>
 void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_ptr<const tensor<float>>& weights,
               const dn::memory::desc& blocked_in, const dn::memory::desc& blocked_out) {
@@ -387,13 +287,7 @@ void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_p
 
     post_chain chain = fusible_chain(L, i, g.K, true, true);
     std::vector<tref> channel;
-    std::vector<epilogue_op> ep;
-    if (L.at(i).params[spec::conv2d_p::act]) ep.push_back({epilogue_op::kind::relu, -1, 0, 0});  // checked by lower()
-    auto rest = epilogue_for(chain, g.K, channel);
-    ep.insert(ep.end(), rest.begin(), rest.end());
-    if (ep.size() > max_epilogue)  // fusible_chain stops at max_post_ops
-        throw error("winograd: an epilogue of " + std::to_string(ep.size()) + " operators (at most " +
-                    std::to_string(max_epilogue) + ")");
+    const std::vector<epilogue_op> ep = conv_epilogue(L, i, chain, g.K, channel, "winograd");  // act checked by lower()
 
     const tref x = L.convert(L.in(i, 0), blocked_in, i);
     const tref V = L.fresh(v_md), Mx = L.fresh(m_md), y = L.fresh(blocked_out);
@@ -461,7 +355,7 @@ inline bool lower(lowering& L, std::size_t i) {
         else if (direct.src_desc() == dn::memory::desc(xd, f32, tag::nChw8c) && fits(8)) block = 8, t = tag::nChw8c;
         else if (direct.src_desc() == dn::memory::desc(xd, f32, tag::nhwc)) {
             t = tag::nhwc;  // channel blocks of the width of the CPU's vectors
-            block = wide_vectors() && fits(16) ? 16 : fits(8) ? 8 : 0;
+            block = cpu_simd() == simd::avx512 && fits(16) ? 16 : fits(8) ? 8 : 0;
         }
         if (block == 0) return false;
         const dn::memory::desc in_md(xd, f32, t), out_md(od, f32, t);
