@@ -1,16 +1,21 @@
-// ResNeXt-50 (32x4d)'s grouped 3x3 convolutions, each fed a channels-last
-// input as the 1x1 brgconv before it leaves one, timed two ways on the
-// configured oneDNN: layouts left to oneDNN (format_tag::any, plus the
-// reorders into and out of what it picks) and channels-last throughout.
-// What made the oneDNN plan keep a channels-last input's layout for grouped
-// convolutions (backend/dnnl/conv2d.hpp keep_channels_last;
-// docs/benchmarks.md, "Grouped convolutions channels-last").
+// ResNeXt-50 (32x4d)'s grouped 3x3 convolutions (+ bias + relu), each fed
+// a channels-last input as the 1x1 brgconv before it leaves one, timed
+// three ways: on the configured oneDNN with layouts left to it
+// (format_tag::any, plus the reorders into and out of what it picks) and
+// channels-last throughout, and, for 2 or 4 channels per group, by tsopt's
+// own kernel (backend/dnnl/grouped_conv.hpp, channels-last). What made the
+// oneDNN plan keep a channels-last input's layout for grouped convolutions
+// (backend/dnnl/conv2d.hpp keep_channels_last) and take tsopt's kernel for
+// small groups on AVX2 (docs/benchmarks.md, "Grouped convolutions
+// channels-last", "Grouped convolutions with small groups").
 //
 //   OMP_NUM_THREADS=1 build/bench/dnnl_grouped_conv_layouts
 //
-// The two forms run in alternation, 300 rounds, best of each: the machines
+// The forms run in alternation, 300 rounds, best of each: the machines
 // here are shared, and alternation lets load drift hit both alike.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "tsopt/backend/dnnl/grouped_conv.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -73,31 +78,70 @@ form make_form(engine& eng, stream& st, memory::dim groups, memory::dim c, memor
     return f;
 }
 
+// tsopt's small-group kernel on the same channels-last input, bias and relu
+// in its epilogue (as the oneDNN plan runs it).
+form small_group_form(memory::dim groups, memory::dim c, memory::dim h, memory::dim s) {
+    namespace sg = tsopt::backend::dnnl_impl::small_groups;
+    using tsopt::backend::dnnl_impl::epilogue_op;
+    const int G = static_cast<int>(c / groups);
+    sg::geometry g;
+    g.C = c, g.H = g.W = h, g.OH = g.OW = h / s, g.kh = g.kw = 3, g.sh = g.sw = s, g.pt = g.pl = 1;
+    g.in = tsopt::backend::dnnl_impl::strides::of(true, c, h, h, sg::block);
+    g.out = tsopt::backend::dnnl_impl::strides::of(true, c, g.OH, g.OW, sg::block);
+    auto x = std::make_shared<std::vector<float>>(static_cast<std::size_t>(c * h * h));
+    auto w = std::make_shared<std::vector<float>>(static_cast<std::size_t>(c * G * 9));
+    auto y = std::make_shared<std::vector<float>>(static_cast<std::size_t>(c * g.OH * g.OW));
+    auto bias = std::make_shared<std::vector<float>>(static_cast<std::size_t>(c));
+    for (auto* v : {x.get(), w.get(), bias.get()})
+        for (std::size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.f - 0.5f;
+    auto wv = std::make_shared<std::vector<float>>(w->size());
+    sg::arrange_weights(w->data(), c, G, 3, 3, wv->data());
+    const std::vector<epilogue_op> ep{{epilogue_op::kind::add, 0}, {epilogue_op::kind::relu, -1}};
+    const sg::row_kernel k = sg::kernel_for(G, tsopt::backend::dnnl_impl::cpu_simd());
+    form f;
+    f.name = "tsopt small-group kernel";
+    f.run = [=] {
+        const float* channel[] = {bias->data()};
+        sg::run(k, x->data(), wv->data(), y->data(), g, ep, channel);
+    };
+    return f;
+}
+
 }  // namespace
 
 int main() {
-    struct layer { memory::dim c, h, s; };
-    // Stage by stage, each distinct shape once (32 groups throughout).
-    const layer layers[] = {{128, 56, 1}, {256, 56, 2}, {256, 28, 1}, {512, 28, 2}, {512, 14, 1}, {1024, 14, 2}, {1024, 7, 1}};
+    struct layer { memory::dim c, h, s, groups = 32; };
+    // Stage by stage, each distinct shape once (32 groups throughout), then
+    // the first layer's with 2 channels per group.
+    const layer layers[] = {{128, 56, 1}, {256, 56, 2}, {256, 28, 1}, {512, 28, 2}, {512, 14, 1}, {1024, 14, 2}, {1024, 7, 1},
+                            {128, 56, 1, 64}};
     engine eng(engine::kind::cpu, 0);
     stream st(eng);
     const auto* v = version();
-    std::printf("oneDNN %d.%d.%d, ResNeXt-50 32x4d grouped 3x3 convolutions (+relu) on a channels-last input, best of 300 alternated runs\n",
+    std::printf("oneDNN %d.%d.%d, grouped 3x3 convolutions of ResNeXt-50 32x4d (+relu; layer: channels per group / channels) on a channels-last input, best of 300 alternated runs\n",
                 v->major, v->minor, v->patch);
-    std::printf("%-18s %-44s %9s %-30s %9s %7s\n", "layer", "layouts left to oneDNN", "ms", "channels-last", "ms", "ratio");
+    std::printf("%-20s %-44s %9s %-30s %9s %7s %9s %7s\n", "layer", "layouts left to oneDNN", "ms", "channels-last", "ms", "ratio",
+                "tsopt ms", "ratio");
     for (const layer& l : layers) {
-        form a = make_form(eng, st, 32, l.c, l.h, l.s, false), b = make_form(eng, st, 32, l.c, l.h, l.s, true);
-        for (int w = 0; w < 5; ++w) { a.run(); b.run(); }
+        form a = make_form(eng, st, l.groups, l.c, l.h, l.s, false), b = make_form(eng, st, l.groups, l.c, l.h, l.s, true);
+        const bool small = l.c / l.groups <= 4;  // what the kernel takes: 2 or 4 channels per group
+        form t = small ? small_group_form(l.groups, l.c, l.h, l.s) : form{};
+        std::vector<form*> forms{&a, &b};
+        if (small) forms.push_back(&t);
+        for (int w = 0; w < 5; ++w)
+            for (form* f : forms) f->run();
         for (int r = 0; r < 300; ++r)
-            for (form* f : {&a, &b}) {
+            for (form* f : forms) {
                 const auto t0 = std::chrono::steady_clock::now();
                 f->run();
                 f->best_ms = std::min(f->best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
             }
         char what[64];
-        std::snprintf(what, sizeof what, "%lld ch %lldx%lld s%lld", static_cast<long long>(l.c), static_cast<long long>(l.h),
-                      static_cast<long long>(l.h), static_cast<long long>(l.s));
-        std::printf("%-18s %-44s %9.3f %-30s %9.3f %6.2fx\n", what, a.name.c_str(), a.best_ms, b.name.c_str(), b.best_ms,
+        std::snprintf(what, sizeof what, "%lld/%lld ch %lldx%lld s%lld", static_cast<long long>(l.c / l.groups),
+                      static_cast<long long>(l.c), static_cast<long long>(l.h), static_cast<long long>(l.h), static_cast<long long>(l.s));
+        std::printf("%-20s %-44s %9.3f %-30s %9.3f %6.2fx", what, a.name.c_str(), a.best_ms, b.name.c_str(), b.best_ms,
                     a.best_ms / b.best_ms);
+        if (small) std::printf(" %9.3f %6.2fx", t.best_ms, std::min(a.best_ms, b.best_ms) / t.best_ms);
+        std::printf("\n");
     }
 }

@@ -150,9 +150,11 @@ TEST_CASE("dnnl concat: in the layout its convolution inputs share, else copied 
 TEST_CASE("dnnl: a grouped convolution reading a channels-last input computes channels-last, without reorders") {
     // ResNeXt's block: 1x1 conv (brgconv, channels-last) -> 3x3 conv of 32
     // groups of 4 channels -> 1x1 conv. Left to `any`, the grouped conv took
-    // a blocked aBcd4b form and a reorder on each side.
+    // a blocked aBcd4b form and a reorder on each side. (oneDNN's grouped
+    // convolution: tsopt's own kernel for small groups, which is always
+    // channel-blocked, is tested in dnnl_grouped_conv_test.cpp.)
     std::mt19937_64 rng(31);
-    backend::dnnl b({.persist = false});
+    backend::dnnl b({.persist = false, .small_groups = backend::dnnl_impl::kernel_use::never});
     graph g;
     auto x = g.input("x", {1, 64, 28, 28});
     auto a = g.conv2d(x, g.weight("wa", {128, 64, 1, 1}, rng), {.act = relu});
@@ -415,7 +417,9 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     auto r = g.relu(a);
     auto m = g.ewmul(g.weight("scale", {1, 32, 1, 1}, rng), r);  // constant first: either operand order
     g.mark_output(g.sigmoid(m));
-    backend::dnnl b({.persist = false});
+    // oneDNN's post-ops (the grouped convolutions below too: tsopt's own
+    // kernel for small groups fuses per-channel adds, dnnl_grouped_conv_test.cpp).
+    backend::dnnl b({.persist = false, .small_groups = backend::dnnl_impl::kernel_use::never});
     test::check_against_reference(g, 1e-4, 1, &b);
     auto st = b.stats(g);
     CHECK(st.fused_ops == 4);

@@ -7,7 +7,9 @@
 // time.
 //
 // The operators after it that can run inside it: post_chain.hpp. 3x3
-// stride-1 convolutions with enough channels run by Winograd: winograd.hpp.
+// stride-1 convolutions with enough channels run by Winograd: winograd.hpp;
+// groups of 2 or 4 channels by tsopt's own kernel: grouped_conv.hpp.
+#include "tsopt/backend/dnnl/grouped_conv.hpp"
 #include "tsopt/backend/dnnl/winograd.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -49,7 +51,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     const std::int64_t ph = spec::detail::window_pad(ws[2], n.params[dil_h], pm);
     const std::int64_t pw = spec::detail::window_pad(ws[3], n.params[dil_w], pm);
     dims wdims = groups == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
-    if (winograd::lower(L, i)) return;
+    if (small_groups::lower(L, i) || winograd::lower(L, i)) return;
     dims odims = L.out_dims(i);
     dn::memory::desc src_md = any_md(L.in_dims(i, 0));
     auto conv_pd = [&](const dn::memory::desc& dst_md, const dn::primitive_attr& a, bool with_bias) {

@@ -186,6 +186,11 @@ public:
         // filtering (dnnl/winograd.hpp): about 2x faster than oneDNN's direct
         // kernels where it applies, results equal up to rounding.
         bool winograd = true;
+        // Grouped convolutions with 2 or 4 channels per group (ResNeXt) by
+        // tsopt's own direct kernel (dnnl/grouped_conv.hpp): automatic takes
+        // it on CPUs with AVX2 and without AVX-512, where oneDNN 3.2 runs them
+        // as im2col + gemm, 3.5-7x slower; always / never force the choice.
+        dnnl_impl::kernel_use small_groups = dnnl_impl::kernel_use::automatic;
         // Denormal floats flushed to zero while the backend runs (FTZ/DAZ on
         // its threads for each call, the caller's mode restored after:
         // dnnl/denormals.hpp). On: as TensorFlow does; values below 1.2e-38
@@ -215,7 +220,7 @@ public:
     // (dnnl_impl::shared_conversions).
     std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const {
         return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise, &conversions_,
-                                  dnnl_impl::lowering_options{.winograd = opt_.winograd});
+                                  dnnl_impl::lowering_options{.winograd = opt_.winograd, .small_groups = opt_.small_groups});
     }
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
@@ -386,6 +391,9 @@ private:
     // cache-hot) live in another file and are never mixed with these.
     std::string measuring_machine() const {
         return dnnl_impl::machine_id(name) + " | lowering " + std::to_string(dnnl_impl::lowering_revision) + (opt_.winograd ? "" : " without winograd") +
+               (opt_.small_groups == dnnl_impl::kernel_use::automatic ? ""
+                : opt_.small_groups == dnnl_impl::kernel_use::always ? " with small-group kernel"
+                                                                       : " without small-group kernel") +
                " | minimum of rounds" +
                (opt_.cold_weights && can_evict_from_cache ? ", cold weights" : ", cache-hot") +
                (opt_.flush_denormals && dnnl_impl::denormals_flushed::flushing() ? ", denormals flushed" : "");

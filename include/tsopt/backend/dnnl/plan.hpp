@@ -83,8 +83,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // from 24 input channels and 32 output channels on; 10: memory-bound
 // primitives under serial_bytes on one thread; 11: batchnorm as a binary
 // multiply before oneDNN's batch normalization; 12: grouped convolutions
-// keep a channels-last input's layout).
-inline constexpr int lowering_revision = 12;
+// keep a channels-last input's layout; 13: groups of 2 or 4 channels by
+// tsopt's own kernel on AVX2).
+inline constexpr int lowering_revision = 13;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -336,8 +337,14 @@ struct shared_conversions {
 };
 
 // Choices of how operators are lowered (dnnl::options carries them).
+// Where one of tsopt's own kernels runs instead of oneDNN's: on the CPUs
+// where it was measured faster (automatic), everywhere it applies (always:
+// tests on any machine), or nowhere.
+enum class kernel_use { automatic, always, never };
+
 struct lowering_options {
     bool winograd = true;  // 3x3 stride-1 convolutions by Winograd where they qualify (winograd.hpp)
+    kernel_use small_groups = kernel_use::automatic;  // grouped convolutions of 2 or 4 channels per group (grouped_conv.hpp)
 };
 
 class lowering;
