@@ -12,7 +12,18 @@
 // neighbours of them in rows, depth and row stride, and BERT-base's.
 //
 //   OMP_NUM_THREADS=1 build/bench/dnnl_matmul_weights
+//
+// With --cold, instead: the matmul (weights placed as the plan places them)
+// and the inner product (weights in its blocked layout) in alternation, the
+// caches flushed before every run as a model's other weights flush them
+// between two inferences, best and median of 25 runs each, for products of
+// 64 to 384 rows (BERT-base's, zoo_bert's and neighbours): what extended
+// prefer_inner_product past 64 rows.
+//
+//   OMP_NUM_THREADS=1 build/bench/dnnl_matmul_weights --cold
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "tsopt/backend/dnnl/matmul.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -58,10 +69,73 @@ struct placed {
     placed& operator=(const placed&) = delete;
 };
 
+struct shape { memory::dim m, k, n; };
+
+// Best and median of runs of one step, each after a flush of the caches.
+struct timing {
+    std::vector<double> ms;
+    void add(double t) { ms.push_back(t); }
+    std::pair<double, double> best_median() {
+        std::sort(ms.begin(), ms.end());
+        return {ms.front(), ms[ms.size() / 2]};
+    }
+};
+
+int cold(engine& eng, stream& st) {
+    const shape shapes[] = {{64, 1024, 4096}, {64, 4096, 1024}, {96, 768, 3072},  {128, 512, 2048}, {128, 768, 768},
+                            {128, 768, 2304}, {128, 768, 3072}, {128, 768, 4096}, {128, 1024, 1024}, {128, 1024, 3072},
+                            {128, 1024, 4096}, {128, 3072, 768}, {196, 768, 3072}, {256, 768, 3072}, {384, 768, 3072}};
+    const auto f32 = memory::data_type::f32;
+    std::vector<char> flush(64u << 20);
+    std::printf("%-22s %24s %24s %7s %s\n", "[m, k] x [k, n]", "matmul best/median ms", "inner product best/median", "gain",
+                "prefer_inner_product");
+    for (const shape& s : shapes) {
+        memory::desc src({s.m, s.k}, f32, tag::ab), dst({s.m, s.n}, f32, tag::ab);
+        matmul::primitive_desc mpd(eng, src, memory::desc({s.k, s.n}, f32, tag::any), dst);
+        inner_product_forward::primitive_desc ipd(eng, prop_kind::forward_inference, src, memory::desc({s.n, s.k}, f32, tag::any),
+                                                  dst);
+        placed wm_raw(mpd.weights_desc().get_size(),
+                      mpd.weights_desc() == memory::desc({s.k, s.n}, f32, tag::ab) ? tsopt::backend::dnnl_impl::gemm_weight_placement(s.m, s.n) : 0);
+        placed wi_raw(ipd.weights_desc().get_size(), 0);
+        memory a(src, eng), y(dst, eng), wm(mpd.weights_desc(), eng, wm_raw.at), wi(ipd.weights_desc(), eng, wi_raw.at);
+        std::memset(a.get_data_handle(), 0, src.get_size());
+        matmul mm(mpd);
+        inner_product_forward ip(ipd);
+        std::unordered_map<int, memory> margs{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, y}},
+            iargs{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wi}, {DNNL_ARG_DST, y}};
+        timing tm, ti;
+        auto once = [&](primitive& p, std::unordered_map<int, memory>& args, timing& t) {
+            for (std::size_t i = 0; i < flush.size(); i += 64) flush[i] = static_cast<char>(flush[i] + 1);
+            const auto t0 = std::chrono::steady_clock::now();
+            p.execute(st, args);
+            st.wait();
+            t.add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        };
+        for (int r = 0; r < 25; ++r) {
+            once(mm, margs, tm);
+            once(ip, iargs, ti);
+        }
+        const auto [mb, mmed] = tm.best_median();
+        const auto [ib, imed] = ti.best_median();
+        char what[32], mcell[48], icell[48];
+        std::snprintf(what, sizeof what, "[%ld, %ld] x [%ld, %ld]", static_cast<long>(s.m), static_cast<long>(s.k), static_cast<long>(s.k),
+                      static_cast<long>(s.n));
+        std::snprintf(mcell, sizeof mcell, "%.3f / %.3f (%s)", mb, mmed, mpd.impl_info_str());
+        std::snprintf(icell, sizeof icell, "%.3f / %.3f (%s)", ib, imed, ipd.impl_info_str());
+        std::printf("%-22s %24s %24s %6.2fx %s\n", what, mcell, icell, mmed / imed,
+                    tsopt::backend::dnnl_impl::prefer_inner_product(s.m, s.k, s.n) ? "yes" : "no");
+    }
+    return 0;
+}
+
 }  // namespace
 
-int main() {
-    struct shape { memory::dim m, k, n; };
+int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "--cold") {
+        engine eng(engine::kind::cpu, 0);
+        stream st(eng);
+        return cold(eng, st);
+    }
     const shape shapes[] = {{64, 1024, 1024}, {64, 1024, 4096}, {64, 4096, 1024},                 // zoo_bert
                             {8, 1024, 1024},  {16, 1024, 1024}, {24, 1024, 1024}, {32, 1024, 1024}, {256, 1024, 1024},
                             {64, 256, 256},   {64, 512, 512},   {64, 2048, 512},  {64, 1000, 1000}, {64, 1024, 1000},

@@ -850,13 +850,14 @@ TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, 
 }
 
 TEST_CASE("dnnl: a weight matmul of a few rows runs as a brgemm inner product where oneDNN has one, computing the same") {
-    // backend/dnnl/matmul.hpp, prefer_inner_product: 2 to 64 rows, k up to
-    // 2048; with the bias add and the activation fused into the one step, and
-    // for a rank-3 input flattened to rows.
+    // backend/dnnl/matmul.hpp, prefer_inner_product: 2 to 64 rows, or up to
+    // 128 with 2048 columns or more, k up to 2048; with the bias add and the
+    // activation fused into the one step, and for a rank-3 input flattened to rows.
     backend::dnnl b({.persist = false});
     struct product { std::int64_t m, k, n; bool bias, relu; };
     for (const product s : {product{8, 1024, 1024, false, false}, product{64, 512, 768, true, false},
-                            product{3, 300, 200, false, true}, product{64, 4096, 256, true, false}}) {
+                            product{3, 300, 200, false, true}, product{64, 4096, 256, true, false},
+                            product{128, 256, 2048, true, false}, product{128, 256, 512, true, false}}) {
         CAPTURE(s.m);
         CAPTURE(s.k);
         std::mt19937_64 rng(22);
@@ -868,8 +869,8 @@ TEST_CASE("dnnl: a weight matmul of a few rows runs as a brgemm inner product wh
         const auto mm = std::find_if(p->steps.begin(), p->steps.end(), [](const auto& st) { return st.what.starts_with("matmul"); });
         REQUIRE(mm != p->steps.end());
         CHECK(mm->what == (s.bias ? "matmul + bias" : "matmul"));
-        const bool inner_product = backend::dnnl_impl::prefer_inner_product(s.m, s.k);
-        CHECK(inner_product == (s.k <= 2048));
+        const bool inner_product = backend::dnnl_impl::prefer_inner_product(s.m, s.k, s.n);
+        CHECK(inner_product == (s.k <= 2048 && (s.m <= 64 || s.n >= 2048)));
         if (inner_product && !mm->impl.starts_with("brgemm"))
             MESSAGE("oneDNN runs this product with ", mm->impl, ": no brgemm inner product here");
         if (!inner_product) CHECK_FALSE(mm->impl.starts_with("brgemm:avx2"));

@@ -30,11 +30,16 @@ inline std::size_t gemm_weight_placement(dn::memory::dim m, dn::memory::dim n) {
 // matmul"). Measured on AVX2, one and two threads: brgemm wins for 2 to 64
 // rows with k up to 2048 ([8, 1024] x [1024, 1024] 2.1-2.3x, [64, 1024] x
 // [1024, 1024] 1.2-1.3x, [64, 1024] x [1024, 3072] 1.4-1.6x), loses with a
-// longer k ([64, 4096] x [4096, 1024] 0.66-0.76x), for one row (gemv) and
-// mostly from 128 rows on. Only taken where the matmul would run gemm and
-// the inner product brgemm (lower_matmul), so where oneDNN has a brgemm
-// matmul (AVX-512) nothing changes.
-inline bool prefer_inner_product(dn::memory::dim m, dn::memory::dim k) { return m >= 2 && m <= 64 && k <= 2048; }
+// longer k ([64, 4096] x [4096, 1024] 0.66-0.76x) and for one row (gemv).
+// From 65 to 128 rows it wins where the weight is wide (n >= 2048: BERT-
+// base's [128, 768] x [768, 3072] 1.2-1.5x with the weight coming from
+// memory, as it does in a model, `dnnl_matmul_weights --cold`) and the two
+// trade places otherwise; from 196 rows on they are even. Only taken where
+// the matmul would run gemm and the inner product brgemm (lower_matmul), so
+// where oneDNN has a brgemm matmul (AVX-512) nothing changes.
+inline bool prefer_inner_product(dn::memory::dim m, dn::memory::dim k, dn::memory::dim n) {
+    return m >= 2 && k <= 2048 && (m <= 64 || (m <= 128 && n >= 2048));
+}
 
 inline void lower_matmul(lowering& L, std::size_t i) {
     const node& n = L.at(i);
@@ -82,7 +87,7 @@ inline void lower_matmul(lowering& L, std::size_t i) {
         L.set(i, 0, y.as(plain_md(out_dims)));
         if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
     };
-    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1]) && gemm) {
+    if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1], od[1]) && gemm) {
         const dn::memory::dim k = ad[1], cols = od[1];
         const auto kind = dn::prop_kind::forward_inference;
         const dn::memory::desc w_any({cols, k}, f32, tag::any), bias_md({cols}, f32, tag::a);
