@@ -85,7 +85,7 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // multiply before oneDNN's batch normalization; 12: grouped convolutions
 // keep a channels-last input's layout; 13: groups of 2 or 4 channels by
 // tsopt's own kernel on AVX2).
-inline constexpr int lowering_revision = 14;
+inline constexpr int lowering_revision = 15;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

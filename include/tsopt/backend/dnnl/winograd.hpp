@@ -22,9 +22,9 @@
 // constant weights, enough channels (enough_channels: with few, the
 // transforms' memory traffic outweighs the saved multiplies), a blocked or
 // channels-last layout. F(4x4, 3x3) where the output has at least 9 tiles of 4x4 per
-// image, F(2x2, 3x3) where it has 16 tiles of 2x2, else the direct
-// convolution: on a 7x7 output (ResNet-50's last stage) the 4x4 tiles leave
-// the matmul 4 rows. Measured per layer: bench/winograd_layers.cpp,
+// image, F(2x2, 3x3) where it has 16 tiles of 2x2 (with AVX2 alone, only
+// where they cover it exactly: tile_for), else the direct convolution: on a
+// 7x7 output (ResNet-50's last stage) the 4x4 tiles leave the matmul 4 rows. Measured per layer: bench/winograd_layers.cpp,
 // docs/benchmarks.md. The results differ from the direct method's by
 // rounding (relative 1e-5 for F(4x4, 3x3), 1e-6 for F(2x2, 3x3) on random
 // data); dnnl::options::winograd = false turns it off.
@@ -266,11 +266,17 @@ void transform_weights(const float* w, std::int64_t K, std::int64_t C, float* U)
 // took only 32 -> 64 and up, with C x K >= 3072.)
 inline bool enough_channels(std::int64_t C, std::int64_t K) { return C >= 24 && K >= 32 && 4 * K >= C; }
 
-// The tile size for an H x W output, 0 for the direct method.
-inline int tile_for(std::int64_t H, std::int64_t W) {
+// The tile size for an H x W output, 0 for the direct method. With AVX2
+// alone, F(2x2, 3x3) only where its tiles cover the output exactly: on
+// ResNet-50's 7x7 output (512 -> 512; 8x8 computed for 49 outputs, and a
+// 16-row matmul per transformed point reading 16 MB of U) it ran 0.69-0.79x
+// of oneDNN's direct kernel on the AVX2-only EPYC, while Inception-v3's
+// 384 -> 384 at 8x8 ran 1.25-1.44x (bench/winograd_layers.cpp); with
+// AVX-512 the 7x7 layer ran 0.99-1.10x and keeps Winograd.
+inline int tile_for(std::int64_t H, std::int64_t W, simd isa = cpu_simd()) {
     auto tiles = [&](std::int64_t m) { return ((H + m - 1) / m) * ((W + m - 1) / m); };
     if (tiles(4) >= 9) return 4;
-    if (tiles(2) >= 16) return 2;
+    if (tiles(2) >= 16 && (isa == simd::avx512 || (H % 2 == 0 && W % 2 == 0))) return 2;
     return 0;
 }
 
