@@ -39,17 +39,20 @@ namespace {
 using namespace dnnl;
 using tag = memory::format_tag;
 
+// One timed execution, in ms.
+double run_ms(primitive& p, stream& st, std::unordered_map<int, memory>& args) {
+    const auto a = std::chrono::steady_clock::now();
+    p.execute(st, args);
+    st.wait();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+}
+
 // Median of `runs` timed executions, after warm-up, in ms.
 double time_ms(primitive& p, stream& st, std::unordered_map<int, memory>& args, int runs) {
     for (int i = 0; i < 5; ++i) p.execute(st, args);
     st.wait();
     std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
-        const auto a = std::chrono::steady_clock::now();
-        p.execute(st, args);
-        st.wait();
-        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-    }
+    for (int i = 0; i < runs; ++i) t.push_back(run_ms(p, st, args));
     std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
     return t[static_cast<std::size_t>(runs / 2)];
 }
@@ -71,15 +74,11 @@ struct placed {
 
 struct shape { memory::dim m, k, n; };
 
-// Best and median of runs of one step, each after a flush of the caches.
-struct timing {
-    std::vector<double> ms;
-    void add(double t) { ms.push_back(t); }
-    std::pair<double, double> best_median() {
-        std::sort(ms.begin(), ms.end());
-        return {ms.front(), ms[ms.size() / 2]};
-    }
-};
+// Best and median of a step's run times.
+std::pair<double, double> best_median(std::vector<double> ms) {
+    std::sort(ms.begin(), ms.end());
+    return {ms.front(), ms[ms.size() / 2]};
+}
 
 int cold(engine& eng, stream& st) {
     const shape shapes[] = {{64, 1024, 4096}, {64, 4096, 1024}, {96, 768, 3072},  {128, 512, 2048}, {128, 768, 768},
@@ -103,20 +102,17 @@ int cold(engine& eng, stream& st) {
         inner_product_forward ip(ipd);
         std::unordered_map<int, memory> margs{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, y}},
             iargs{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wi}, {DNNL_ARG_DST, y}};
-        timing tm, ti;
-        auto once = [&](primitive& p, std::unordered_map<int, memory>& args, timing& t) {
+        std::vector<double> tm, ti;
+        auto cold_run_ms = [&](primitive& p, std::unordered_map<int, memory>& args) {
             for (std::size_t i = 0; i < flush.size(); i += 64) flush[i] = static_cast<char>(flush[i] + 1);
-            const auto t0 = std::chrono::steady_clock::now();
-            p.execute(st, args);
-            st.wait();
-            t.add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            return run_ms(p, st, args);
         };
         for (int r = 0; r < 25; ++r) {
-            once(mm, margs, tm);
-            once(ip, iargs, ti);
+            tm.push_back(cold_run_ms(mm, margs));
+            ti.push_back(cold_run_ms(ip, iargs));
         }
-        const auto [mb, mmed] = tm.best_median();
-        const auto [ib, imed] = ti.best_median();
+        const auto [mb, mmed] = best_median(tm);
+        const auto [ib, imed] = best_median(ti);
         char what[32], mcell[48], icell[48];
         std::snprintf(what, sizeof what, "[%ld, %ld] x [%ld, %ld]", static_cast<long>(s.m), static_cast<long>(s.k), static_cast<long>(s.k),
                       static_cast<long>(s.n));

@@ -32,8 +32,9 @@ inline std::size_t gemm_weight_placement(dn::memory::dim m, dn::memory::dim n) {
 // [1024, 1024] 1.2-1.3x, [64, 1024] x [1024, 3072] 1.4-1.6x), loses with a
 // longer k ([64, 4096] x [4096, 1024] 0.66-0.76x) and for one row (gemv).
 // From 65 to 128 rows it wins where the weight is wide (n >= 2048: BERT-
-// base's [128, 768] x [768, 3072] 1.2-1.5x with the weight coming from
-// memory, as it does in a model, `dnnl_matmul_weights --cold`) and the two
+// base's [128, 768] x [768, 3072] 1.05-1.44x on two days' runs, with the
+// weight coming from memory as it does in a model: `dnnl_matmul_weights
+// --cold`) and the two
 // trade places otherwise; from 196 rows on they are even. Only taken where
 // the matmul would run gemm and the inner product brgemm (lower_matmul), so
 // where oneDNN has a brgemm matmul (AVX-512) nothing changes.

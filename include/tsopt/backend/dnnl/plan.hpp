@@ -84,7 +84,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // primitives under serial_bytes on one thread; 11: batchnorm as a binary
 // multiply before oneDNN's batch normalization; 12: grouped convolutions
 // keep a channels-last input's layout; 13: groups of 2 or 4 channels by
-// tsopt's own kernel on AVX2).
+// tsopt's own kernel on AVX2; 14: weight matmuls of 65 to 128 rows and
+// 2048 columns or more as brgemm inner products; 15: with AVX2 alone,
+// Winograd F(2x2, 3x3) only on whole tiles).
 inline constexpr int lowering_revision = 15;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a

@@ -21,10 +21,11 @@
 // Which convolutions: 3x3, stride 1, dilation 1, one group, "same" padding,
 // constant weights, enough channels (enough_channels: with few, the
 // transforms' memory traffic outweighs the saved multiplies), a blocked or
-// channels-last layout. F(4x4, 3x3) where the output has at least 9 tiles of 4x4 per
-// image, F(2x2, 3x3) where it has 16 tiles of 2x2 (with AVX2 alone, only
-// where they cover it exactly: tile_for), else the direct convolution: on a
-// 7x7 output (ResNet-50's last stage) the 4x4 tiles leave the matmul 4 rows. Measured per layer: bench/winograd_layers.cpp,
+// channels-last layout. F(4x4, 3x3) where the output has at least 9 tiles
+// of 4x4 per image, F(2x2, 3x3) where it has 16 tiles of 2x2 (with AVX2
+// alone, only where they cover it exactly: tile_for), else the direct
+// convolution: on a 7x7 output (ResNet-50's last stage) the 4x4 tiles leave
+// the matmul 4 rows. Measured per layer: bench/winograd_layers.cpp,
 // docs/benchmarks.md. The results differ from the direct method's by
 // rounding (relative 1e-5 for F(4x4, 3x3), 1e-6 for F(2x2, 3x3) on random
 // data); dnnl::options::winograd = false turns it off.
