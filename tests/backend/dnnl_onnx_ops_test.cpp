@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "tsopt/backend/dnnl/onnx_ops.hpp"
 #include "tsopt/io/onnx/reference_ops.hpp"
@@ -176,6 +177,59 @@ TEST_CASE("GELU as exporters write it (x / sqrt 2, Erf, +1, *x, *0.5) runs as on
     tsopt::onnx::install_dnnl_lowerings(b);
     const auto plan = b.compile(g);
     CHECK(std::none_of(plan->steps.begin(), plan->steps.end(), [](const auto& st) { return st.what.starts_with("gelu"); }));
+}
+
+TEST_CASE("a linear layer's GELU and a residual add run as post-ops of the products (matmul_chain)") {
+    // BERT's feed-forward block as exported: x W1 + b1 -> GELU (five nodes)
+    // -> W2 + b2 -> + x. Rows 16 (an inner product on AVX2) and 160 (a
+    // matmul there); a matmul on AVX-512 either way.
+    for (std::int64_t rows : {16, 160}) {
+        INFO("rows: ", rows);
+        std::mt19937_64 rng(3);
+        graph g;
+        const shape s{1, rows, 64}, wide{1, rows, 128};
+        auto x = g.input("x", s);
+        auto h = g.ewadd(g.matmul(x, g.weight("w1", {64, 128}, rng)), g.weight("b1", {128}, rng));
+        auto e = opaque(g, "Erf", {opaque(g, "Div", {h, scalar(g, "sqrt2", std::sqrt(2.f))}, wide)}, wide);
+        auto gelu = g.ewmul(g.ewmul(h, g.ewadd(e, scalar(g, "one", 1.f))), scalar(g, "half", 0.5f));
+        auto y = g.ewadd(g.ewadd(g.matmul(gelu, g.weight("w2", {128, 64}, rng)), g.weight("b2", {64}, rng)), x);
+        g.mark_output(y);
+        check(g, 0, 1e-4);
+        backend::dnnl b({.persist = false});
+        tsopt::onnx::install_dnnl_lowerings(b);
+        const auto plan = b.compile(g);
+        // Two products, each with its bias; the first runs GELU, the second
+        // the residual add: nothing else.
+        CHECK(plan->stats.primitives == 2);
+        CHECK(plan->stats.fused_ops == 8);
+        for (const auto& st : plan->steps) CHECK(st.what.ends_with("+ bias + 1 fused"));
+    }
+    // The GELU's x also read by a third node: GELU stays a step of its own,
+    // after the product.
+    graph g;
+    std::mt19937_64 rng(4);
+    const shape s{1, 16, 64};
+    auto h = g.matmul(g.input("x", {1, 16, 32}), g.weight("w", {32, 64}, rng));
+    auto e = opaque(g, "Erf", {opaque(g, "Div", {h, scalar(g, "sqrt2", std::sqrt(2.f))}, s)}, s);
+    g.mark_output(g.ewmul(g.ewmul(h, g.ewadd(e, scalar(g, "one", 1.f))), scalar(g, "half", 0.5f)));
+    g.mark_output(g.relu(h));
+    check(g, 0, 1e-4);
+    backend::dnnl b({.persist = false});
+    tsopt::onnx::install_dnnl_lowerings(b);
+    const auto plan = b.compile(g);
+    CHECK(std::any_of(plan->steps.begin(), plan->steps.end(), [](const auto& st) { return st.what.starts_with("gelu"); }));
+}
+
+TEST_CASE("attention scores: the scaling and the mask after a batched product run as its post-ops") {
+    graph g;
+    auto scores = g.matmul(g.input("q", {1, 2, 16, 8}), g.input("k", {1, 2, 8, 16}));
+    auto scaled = g.ewmul(scores, scalar(g, "scale", 0.35f));
+    g.mark_output(g.ewadd(scaled, g.input("mask", {1, 1, 1, 16})));
+    check(g, 0, 1e-4);
+    backend::dnnl b({.persist = false});
+    const auto plan = b.compile(g);
+    CHECK(plan->stats.primitives == 1);
+    CHECK(plan->stats.fused_ops == 2);
 }
 
 TEST_CASE("ReduceMean / ReduceSum run as oneDNN reduction") {

@@ -97,7 +97,8 @@ TEST_CASE("dnnl matmul: plain, batched, broadcast rank-2 operand, fused activati
         check_no_fallback(g);
     }
     // A linear layer: [1, seq, hidden] x weight + per-column bias (either
-    // operand order), then relu: the bias is the matmul's own.
+    // operand order), then relu: the bias is the matmul's own, the relu its
+    // post-op (matmul_chain), one primitive.
     for (bool bias_first : {false, true}) {
         graph g;
         std::mt19937_64 rng(6);
@@ -107,7 +108,8 @@ TEST_CASE("dnnl matmul: plain, batched, broadcast rank-2 operand, fused activati
         g.mark_output(g.relu(bias_first ? g.ewadd(bias, m) : g.ewadd(m, bias)));
         backend::dnnl b({.persist = false});
         check_against_reference(g, 1e-4, 1, &b);
-        CHECK(b.stats(g).fused_ops == 1);
+        CHECK(b.stats(g).fused_ops == 2);
+        CHECK(b.stats(g).primitives == 1);
         check_no_fallback(g);
     }
 }

@@ -120,7 +120,7 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
     L.add<dn::convolution_forward>(i, *pd, std::move(args), std::move(what));
     L.set(i, 0, y);
-    for (std::size_t k : chain.nodes) L.absorb(k, i, y);
+    absorb_chain(L, chain, i, y);
 }
 
 }  // namespace tsopt::backend::dnnl_impl

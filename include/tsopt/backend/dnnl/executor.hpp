@@ -48,7 +48,11 @@ inline void lower_node(lowering& L, std::size_t i) {
         bool done = false;
         try {
             if (auto f = L.eltwise_of(i)) {
-                L.set(i, 0, eltwise_step(L, i, L.in(i, 0), f->alg, f->alpha, f->beta, f->what, true));
+                // A form covering nodes after this one (GELU) ends at the last
+                // of them, so no chain after this node's own value is fused.
+                tref y = eltwise_step(L, i, L.in(i, 0), f->alg, f->alpha, f->beta, f->what, f->covers.empty());
+                L.set(i, 0, y);
+                for (std::size_t c : f->covers) L.absorb(c, i, y);
                 return;
             }
         } catch (const dn::error&) {
@@ -109,20 +113,18 @@ inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, cons
     auto p = std::make_unique<plan>(eng);
     lowering L(*p, g, opaque, native, elementwise, shared, lo);
     const std::vector<bool> live = live_nodes(g);
-    // Weights first, so a node may read a constant operand whose weight comes
-    // later in topological order (a conv fusing a bias added after it).
+    // Weights and graph inputs first, so a node may read an operand that
+    // comes later in topological order (a conv fusing a bias added after it,
+    // a product fusing an attention mask).
     for (std::size_t i = 0; i < g.size(); ++i)
         if (live[i] && g.nodes[i].kind == node_kind::weight) {
             L.cvals[i] = {g.nodes[i].data};
             L.set(i, 0, L.constant_buffer(g.nodes[i].data));
-        }
+        } else if (g.nodes[i].kind == node_kind::input)
+            L.set(i, 0, L.fresh(plain_md(to_dims(g.nodes[i].shapes[0]))));
     for (std::size_t i : g.topological_order()) {
         const node& n = g.nodes[i];
-        if (n.kind == node_kind::input) {
-            L.set(i, 0, L.fresh(plain_md(to_dims(n.shapes[0]))));
-            continue;
-        }
-        if (!live[i]) continue;
+        if (!live[i] || n.kind == node_kind::input) continue;
         if (n.kind == node_kind::weight) {
             continue;
         } else if (L.constant[i]) {

@@ -245,7 +245,7 @@ inline bool lower(lowering& L, std::size_t i) {
             "grouped convolution " + std::to_string(G) + " channels per group" +
                 (chain.nodes.empty() ? "" : " + " + std::to_string(chain.nodes.size()) + " fused"));
         L.set(i, 0, y);
-        for (std::size_t k2 : chain.nodes) L.absorb(k2, i, y);
+        absorb_chain(L, chain, i, y);
         return true;
     } catch (const dn::error&) {
         L.rollback(m0, i);

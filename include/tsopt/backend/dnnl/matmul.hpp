@@ -2,10 +2,12 @@
 // matmul on oneDNN: a[..., m, k] x b[..., k, n], batch axes broadcast (a
 // lower-rank operand is viewed with leading 1s), activation fused as an
 // eltwise post-op. A constant rank-2 b is reordered once into the layout the
-// primitive prefers; a constant per-column add after it is its bias. Where
+// primitive prefers; a constant per-column add after it is its bias, and the
+// elementwise chain after that (a transformer's GELU, its residual add) runs
+// as the product's post-ops (matmul_chain). Where
 // oneDNN's inner product has a faster kernel for the shape
 // (prefer_inner_product), a constant-weight product runs as one.
-#include "tsopt/backend/dnnl/plan.hpp"
+#include "tsopt/backend/dnnl/post_chain.hpp"
 
 namespace tsopt::backend::dnnl_impl {
 
@@ -42,6 +44,30 @@ inline bool prefer_inner_product(dn::memory::dim m, dn::memory::dim k, dn::memor
     return m >= 2 && k <= 2048 && (m <= 64 || (m <= 128 && n >= 2048));
 }
 
+// The elementwise chain after node `from` (the matmul, or the bias add it
+// absorbs) that the product runs as post-ops: eltwise forms, and adds /
+// multiplies by tensors computed earlier that broadcast to the output
+// (fusible_chain with run-time operands), cut at the first operand it cannot
+// read. `full`: the node's output; `od`: the product's, where a weight
+// product views it as rows x columns (an operand then has to be full-size
+// over the rows or constant along them).
+inline post_chain matmul_chain(lowering& L, std::size_t from, const dims& full, const dims& od) {
+    post_chain chain = fusible_chain(L, from, 0, false, false, true);
+    for (std::size_t k = 0; k < chain.nodes.size(); ++k) {
+        if (chain.kinds[k] != post_chain::kind::binary) continue;
+        tref& operand = chain.ops[k].second;
+        const dims d = pad_front(operand.md.get_dims(), full.size());
+        const bool rows_full = std::equal(d.begin(), d.end() - 1, full.begin());
+        const bool rows_one = std::all_of(d.begin(), d.end() - 1, [](auto e) { return e == 1; });
+        if (!is_plain(operand.md) || (od != full && !rows_full && !rows_one)) {
+            chain.truncate(k);
+            break;
+        }
+        operand = operand.as(plain_md(od == full ? d : dims{rows_full ? od[0] : 1, d.back()}));
+    }
+    return chain;
+}
+
 inline void lower_matmul(lowering& L, std::size_t i) {
     const node& n = L.at(i);
     dims od = L.out_dims(i);
@@ -74,38 +100,75 @@ inline void lower_matmul(lowering& L, std::size_t i) {
             if (L.persistent(bias)) bias_node = nx;
         }
     }
-    auto pd = bias_node ? dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, bias.md, plain_md(od), L.attr())
-                        : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), L.attr(n.params[spec::matmul_p::act]));
+    // The elementwise chain after the matmul (or its bias): GELU, a residual
+    // add, attention's scaling.
+    post_chain chain = matmul_chain(L, bias_node.value_or(i), out_dims, od);
+    const std::int32_t act = n.params[spec::matmul_p::act];
+    // The attributes with chain operators [0, k) as post-ops after the activation.
+    auto attr_with = [&](std::size_t k) {
+        dn::primitive_attr at = L.attr(act);
+        dn::post_ops po = at.get_post_ops();
+        append_post_ops(po, chain, 0, k);
+        at.set_post_ops(po);
+        return at;
+    };
+    auto make_matmul = [&](const dn::primitive_attr& at) {
+        return bias_node ? dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, bias.md, plain_md(od), at)
+                         : dn::matmul::primitive_desc(L.p.eng, plain_md(ad), wmd, plain_md(od), at);
+    };
+    // The longest prefix of the chain that oneDNN runs with the kernel it
+    // picks without one (a broadcast operand can send it to another).
+    auto with_chain = [&](auto pd, const auto& make) {
+        for (std::size_t k = chain.nodes.size(); k > 0; --k) try {
+                auto fused = make(attr_with(k));
+                if (std::string_view(fused.impl_info_str()) == pd.impl_info_str()) {
+                    chain.truncate(k);
+                    return fused;
+                }
+            } catch (const dn::error&) {  // an operand it cannot read
+            }
+        chain = {};
+        return pd;
+    };
+    const auto pd = make_matmul(attr_with(0));
     tref a = L.plain(L.in(i, 0), ad, i);
     const bool gemm = std::string_view(pd.impl_info_str()).starts_with("gemm");
-    const char* what = bias_node ? "matmul + bias" : "matmul";
-    // The step, its output bound as the node's (and the absorbed add's) value.
+    // The step, its output bound as the node's (and the absorbed nodes') value.
     auto emit = [&]<class Prim>(const auto& prim_pd, const tref& weights, const dn::memory::desc& bias_md) {
         tref y = L.fresh(prim_pd.dst_desc());
         std::vector<std::pair<int, tref>> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, y}};
         if (bias_node) args.push_back({DNNL_ARG_BIAS, bias.as(bias_md)});
-        L.add<Prim>(i, prim_pd, std::move(args), what);
-        L.set(i, 0, y.as(plain_md(out_dims)));
-        if (bias_node) L.absorb(*bias_node, i, y.as(plain_md(out_dims)));
+        add_post_op_args(args, chain, 0, act_algorithm(act) ? 1 : 0);
+        std::string what = bias_node ? "matmul + bias" : "matmul";
+        if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
+        L.add<Prim>(i, prim_pd, std::move(args), std::move(what));
+        const tref value = y.as(plain_md(out_dims));
+        L.set(i, 0, value);
+        if (bias_node) L.absorb(*bias_node, i, value);
+        absorb_chain(L, chain, i, value);
     };
     if (L.is_const(i, 1) && L.in_dims(i, 1).size() == 2 && od.size() == 2 && prefer_inner_product(od[0], ad[1], od[1]) && gemm) {
         const dn::memory::dim k = ad[1], cols = od[1];
         const auto kind = dn::prop_kind::forward_inference;
         const dn::memory::desc w_any({cols, k}, f32, tag::any), bias_md({cols}, f32, tag::a);
-        auto ipd = bias_node ? dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, bias_md, plain_md(od), L.attr())
-                             : dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, plain_md(od),
-                                                                         L.attr(n.params[spec::matmul_p::act]));
+        auto make_ip = [&](const dn::primitive_attr& at) {
+            return bias_node ? dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, bias_md, plain_md(od), at)
+                             : dn::inner_product_forward::primitive_desc(L.p.eng, kind, plain_md(ad), w_any, plain_md(od), at);
+        };
+        auto ipd = make_ip(attr_with(0));
         if (std::string_view(ipd.impl_info_str()).starts_with("brgemm")) {
+            ipd = with_chain(ipd, make_ip);
             // The row-major [k, n] weight is W^T: W viewed column-major.
             const tref w_t = L.plain(L.in(i, 1), bd, i).as(dn::memory::desc({cols, k}, f32, tag::ba));
             emit.template operator()<dn::inner_product_forward>(ipd, L.convert(w_t, ipd.weights_desc(), i), bias_md);
             return;
         }
     }
-    tref b = L.convert(L.plain(L.in(i, 1), bd, i), pd.weights_desc(), i);
+    const auto mpd = with_chain(pd, make_matmul);
+    tref b = L.convert(L.plain(L.in(i, 1), bd, i), mpd.weights_desc(), i);
     if (L.persistent(b) && od.size() == 2 && is_plain(b.md) && gemm)
         b = L.placed(b, gemm_weight_placement(od[0], od[1]));
-    emit.template operator()<dn::matmul>(pd, b, bias.md);
+    emit.template operator()<dn::matmul>(mpd, b, bias.md);
 }
 
 }  // namespace tsopt::backend::dnnl_impl

@@ -23,7 +23,8 @@
 //     so a convolution before them runs them as its post-ops)
 //   Erf                          a vectorized loop over the buffer (oneDNN has none)
 //   Sub, Div                     binary (second operand broadcast)
-//   Div by sqrt(2) -> Erf -> +1 -> *x -> *0.5   one eltwise_gelu_erf (GELU as exporters write it)
+//   Div by sqrt(2) -> Erf -> +1 -> *x -> *0.5   one eltwise_gelu_erf (GELU as exporters write it),
+//                                a post-op of the matmul or convolution computing x
 //   ReduceMean, ReduceSum        reduction (axes from the attribute or a constant input)
 //   LayerNormalization           layer_normalization over the last axis, scale and bias
 //   MaxPool, AveragePool         pooling with explicit / asymmetric pads, ceil_mode,
@@ -116,13 +117,13 @@ inline bool binary(lowering& L, std::size_t i, dn::algorithm alg, const char* wh
 
 // GELU as exporters write it: x / sqrt(2) -> Erf -> + 1 -> * x -> * 0.5
 // (the two multiplications in either order), each step read only by the
-// next. Lowered at the Div as one eltwise_gelu_erf on x; the four nodes
-// after it are absorbed (they would be five passes over the tensor, Erf on
-// the host).
-inline bool gelu_from_div(lowering& L, std::size_t div) {
+// next. The Div is one eltwise_gelu_erf on x covering the four nodes after
+// it (five passes over the tensor, Erf on the host, otherwise); where x is
+// computed by a matmul or a convolution, that runs it as a post-op.
+inline std::optional<eltwise_form> gelu_from_div(const lowering& L, std::size_t div) {
     const node& d = L.at(div);
     auto c = constant_scalar(L, div, 1);
-    if (!c || std::fabs(*c - std::sqrt(2.f)) > 1e-4f || d.num_outputs() != 1) return false;
+    if (!c || std::fabs(*c - std::sqrt(2.f)) > 1e-4f || d.num_outputs() != 1) return std::nullopt;
     const value x = d.inputs[0];
     // The single reader of node n (none when read twice, or a graph output).
     auto next = [&](std::size_t n) -> std::optional<std::size_t> {
@@ -140,12 +141,12 @@ inline bool gelu_from_div(lowering& L, std::size_t div) {
         return v && *v == k;
     };
     auto erf = next(div);
-    if (!erf || L.at(*erf).kind != node_kind::opaque || L.at(*erf).opaque->type != "Erf") return false;
+    if (!erf || L.at(*erf).kind != node_kind::opaque || L.at(*erf).opaque->type != "Erf") return std::nullopt;
     auto add = next(*erf);
-    if (!add || !with_constant(*add, spec::op_kind::ewadd, 1.f, *erf)) return false;
+    if (!add || !with_constant(*add, spec::op_kind::ewadd, 1.f, *erf)) return std::nullopt;
     auto m1 = next(*add);
     auto m2 = m1 ? next(*m1) : std::nullopt;
-    if (!m2) return false;
+    if (!m2) return std::nullopt;
     auto times_x = [&](std::size_t n, std::size_t from) {
         const node& m = L.at(n);
         return m.is_op(spec::op_kind::ewmul) && m.inputs.size() == 2 &&
@@ -155,11 +156,8 @@ inline bool gelu_from_div(lowering& L, std::size_t div) {
     auto half = [&](std::size_t n, std::size_t from) {
         return with_constant(n, spec::op_kind::ewmul, 0.5f, from) || with_constant(n, spec::op_kind::smul, 0.5f, from);
     };
-    if (!((times_x(*m1, *add) && half(*m2, *m1)) || (half(*m1, *add) && times_x(*m2, *m1)))) return false;
-    tref y = eltwise_step(L, div, L.in(div, 0), dn::algorithm::eltwise_gelu_erf, 0.f, 0.f, "gelu (x / sqrt 2, erf, +1, *x, *0.5)");
-    L.set(div, 0, y);
-    for (std::size_t n : {*erf, *add, *m1, *m2}) L.absorb(n, div, y);
-    return true;
+    if (!((times_x(*m1, *add) && half(*m2, *m1)) || (half(*m1, *add) && times_x(*m2, *m1)))) return std::nullopt;
+    return eltwise_form{dn::algorithm::eltwise_gelu_erf, 0.f, 0.f, "gelu (x / sqrt 2, erf, +1, *x, *0.5)", {*erf, *add, *m1, *m2}};
 }
 
 inline std::optional<std::vector<std::int64_t>> reduce_axes(const lowering& L, std::size_t i, const pb::NodeProto& blob,
@@ -319,6 +317,7 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
         attrs a(L, i);
         return std::optional<form>(form{alg::eltwise_relu, a.at.get_float("alpha", 0.01f), 0.f, "leaky relu"});
     };
+    e["Div"] = d::gelu_from_div;  // only the GELU pattern; other divisions are binary (m["Div"])
     e["Gelu"] = [](const d::lowering& L, std::size_t i) {
         attrs a(L, i);
         const bool tanh = a.at.get_string("approximate", "none") == "tanh";
@@ -327,7 +326,7 @@ inline void install_dnnl_lowerings(backend::dnnl& b) {
     d::opaque_lowering_map m;
     m["Erf"] = d::erf;
     m["Sub"] = [](d::lowering& L, std::size_t i) { return d::binary(L, i, alg::binary_sub, "sub"); };
-    m["Div"] = [](d::lowering& L, std::size_t i) { return d::gelu_from_div(L, i) || d::binary(L, i, alg::binary_div, "div"); };
+    m["Div"] = [](d::lowering& L, std::size_t i) { return d::binary(L, i, alg::binary_div, "div"); };
     m["ReduceMean"] = [](d::lowering& L, std::size_t i) { return d::reduce(L, i, alg::reduction_mean, "reduce mean"); };
     m["ReduceSum"] = [](d::lowering& L, std::size_t i) { return d::reduce(L, i, alg::reduction_sum, "reduce sum"); };
     m["LayerNormalization"] = d::layer_norm;

@@ -86,8 +86,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // keep a channels-last input's layout; 13: groups of 2 or 4 channels by
 // tsopt's own kernel on AVX2; 14: weight matmuls of 65 to 128 rows and
 // 2048 columns or more as brgemm inner products; 15: with AVX2 alone,
-// Winograd F(2x2, 3x3) only on whole tiles).
-inline constexpr int lowering_revision = 15;
+// Winograd F(2x2, 3x3) only on whole tiles; 16: the elementwise chain
+// after a matmul (GELU, a residual add) as its post-ops).
+inline constexpr int lowering_revision = 16;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -364,6 +365,11 @@ struct eltwise_form {
     dn::algorithm alg;
     float alpha = 0.f, beta = 0.f;
     std::string what;
+    // Nodes after this one that the same eltwise stands for, in order (GELU
+    // as exporters write it starts at a Div: Erf, + 1, * x, * 0.5); the last
+    // one's value is the form's. They read only each other, this node and
+    // its input, so a producer of that input runs all of them as one post-op.
+    std::vector<std::size_t> covers = {};
 };
 // nullopt where the node's configuration is not one eltwise (a bound that
 // is not a constant scalar, another domain).

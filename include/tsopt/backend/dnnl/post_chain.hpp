@@ -30,6 +30,7 @@ struct post_chain {
     std::vector<std::pair<dn::algorithm, tref>> ops;    // per node: eltwise alg, binary alg + operand, or the sum's operand
     std::vector<kind> kinds;
     std::vector<std::pair<float, float>> eltwise_ab;    // per node: an eltwise's alpha, beta
+    std::vector<std::vector<std::size_t>> covered;      // per node: the nodes its eltwise form covers (eltwise_form::covers)
 
     std::optional<std::size_t> sum() const {
         for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -41,6 +42,7 @@ struct post_chain {
         ops.resize(k);
         kinds.resize(k);
         eltwise_ab.resize(k);
+        covered.resize(k);
     }
 };
 
@@ -70,6 +72,26 @@ inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) 
     return true;
 }
 
+// The reader of node `cur` that can continue a post-op chain, with the input
+// slot it reads: cur's single reader, or an opaque eltwise form whose
+// covered nodes are all of cur's other readers (GELU reads x twice).
+inline std::optional<std::pair<std::size_t, int>> chain_reader(const lowering& L, std::size_t cur) {
+    const auto& readers = L.consumers[cur];
+    if (readers.size() == 1) return std::pair{static_cast<std::size_t>(readers[0].first), static_cast<int>(readers[0].second)};
+    for (const auto& [r32, slot] : readers) {
+        const auto r = static_cast<std::size_t>(r32);
+        if (slot != 0) continue;
+        const auto form = L.eltwise_of(r);
+        if (!form || form->covers.empty()) continue;
+        const bool inside = std::all_of(readers.begin(), readers.end(), [&](const auto& other) {
+            const auto o = static_cast<std::size_t>(other.first);
+            return o == r || std::find(form->covers.begin(), form->covers.end(), o) != form->covers.end();
+        });
+        if (inside) return std::pair{r, 0};
+    }
+    return std::nullopt;
+}
+
 // oneDNN takes at most 32 post-ops (post_ops_limit); a recurrent state's
 // chain runs on through every time step.
 inline constexpr std::size_t max_post_ops = 32;
@@ -87,18 +109,21 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
     post_chain c;
     std::size_t cur = i;
     const shape& out = L.at(i).shapes[0];
-    while (L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur) && L.consumers[cur].size() == 1 && c.nodes.size() < max_post_ops) {
-        const auto [nx32, slot] = L.consumers[cur][0];
-        const std::size_t nx = static_cast<std::size_t>(nx32);
+    while (L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur) && c.nodes.size() < max_post_ops) {
+        const auto next = chain_reader(L, cur);
+        if (!next) break;
+        const auto [nx, slot] = *next;
         const node& n = L.at(nx);
         if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.out_layout != L.at(i).out_layout || n.shapes[0] != out) break;
         std::pair<float, float> ab{0.f, 0.f};
+        std::vector<std::size_t> covered;
         if (n.kind == node_kind::opaque) {
             auto form = slot == 0 ? L.eltwise_of(nx) : std::nullopt;
             if (!form) break;
             c.ops.push_back({form->alg, tref{}});
             c.kinds.push_back(post_chain::kind::eltwise);
             ab = {form->alpha, form->beta};
+            covered = std::move(form->covers);
         } else if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
@@ -144,9 +169,18 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
             break;
         c.nodes.push_back(nx);
         c.eltwise_ab.push_back(ab);
-        cur = nx;
+        cur = covered.empty() ? nx : covered.back();
+        c.covered.push_back(std::move(covered));
     }
     return c;
+}
+
+// The chain's operators run inside node i's step, whose output y is their value.
+inline void absorb_chain(lowering& L, const post_chain& c, std::size_t i, const tref& y) {
+    for (std::size_t k = 0; k < c.nodes.size(); ++k) {
+        L.absorb(c.nodes[k], i, y);
+        for (std::size_t n : c.covered[k]) L.absorb(n, i, y);
+    }
 }
 
 // Chain operators [from, end) as post-ops.
@@ -195,7 +229,7 @@ tref fused_elementwise(lowering& L, std::size_t i, PD pd, const Make& make, std:
     add_post_op_args(args, chain, 0, 0);
     if (!chain.nodes.empty()) what += " + " + std::to_string(chain.nodes.size()) + " fused";
     L.add<Prim>(i, pd, std::move(args), std::move(what));
-    for (std::size_t k : chain.nodes) L.absorb(k, i, y);
+    absorb_chain(L, chain, i, y);
     return y;
 }
 

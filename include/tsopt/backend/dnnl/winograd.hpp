@@ -320,7 +320,7 @@ void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_p
         std::move(ins), {y},
         "winograd " + tile + " output transform" + (chain.nodes.empty() ? "" : " + " + std::to_string(chain.nodes.size()) + " fused"));
     L.set(i, 0, y);
-    for (std::size_t k : chain.nodes) L.absorb(k, i, y);
+    absorb_chain(L, chain, i, y);
 }
 
 // Lowers conv2d node i by Winograd where it qualifies (see the top of this
