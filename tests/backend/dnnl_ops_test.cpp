@@ -75,6 +75,27 @@ TEST_CASE("dnnl pooling: avg counts padding, max, stride, valid, fused activatio
         }
 }
 
+TEST_CASE("dnnl pooling runs the adds after it as post-ops (NASNet's cells)") {
+    // add3 = avg(prev) + avg(prev), add2 = avg(cur) + prev: the second pool
+    // of each sum takes the add (its other operand is computed by then).
+    std::mt19937_64 rng(8);
+    graph g;
+    auto prev = g.relu(g.conv2d(g.input("x", {1, 16, 12, 12}), g.weight("w", {16, 16, 1, 1}, rng)));
+    auto cur = g.relu(g.conv2d(prev, g.weight("v", {16, 16, 1, 1}, rng)));
+    g.mark_output(g.concat(1, {g.ewadd(g.avgpool(prev), g.avgpool(prev, {.kernel = 3, .stride = 1, .pad = same})),
+                               g.ewadd(g.avgpool(cur), prev), g.ewadd(cur, g.maxpool(cur))}));
+    backend::dnnl b({.persist = false});
+    check_against_reference(g, 1e-5, 1, &b);
+    check_no_fallback(g);
+    const auto plan = b.compile(g);
+    std::size_t pools = 0, fused = 0;
+    for (const auto& st : plan->steps)
+        if (st.what.find("pooling") != std::string::npos) ++pools, fused += st.what.ends_with("+ 1 fused");
+    CHECK(pools == 4);
+    CHECK(fused == 3);
+    CHECK(std::none_of(plan->steps.begin(), plan->steps.end(), [](const auto& st) { return st.what == "add"; }));
+}
+
 TEST_CASE("dnnl matmul: plain, batched, broadcast rank-2 operand, fused activation") {
     struct cfg { shape a, b; spec::activation act; bool b_weight; };
     const cfg cases[] = {

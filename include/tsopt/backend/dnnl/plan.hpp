@@ -87,8 +87,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // tsopt's own kernel on AVX2; 14: weight matmuls of 65 to 128 rows and
 // 2048 columns or more as brgemm inner products; 15: with AVX2 alone,
 // Winograd F(2x2, 3x3) only on whole tiles; 16: the elementwise chain
-// after a matmul (GELU, a residual add) as its post-ops).
-inline constexpr int lowering_revision = 16;
+// after a matmul (GELU, a residual add) as its post-ops; 17: the same after
+// a pooling without an activation).
+inline constexpr int lowering_revision = 17;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

@@ -3,7 +3,8 @@
 // window, padding counted) and maxpool, in the layout the input already has,
 // with same (symmetric (k-1)/2) or valid padding. The activation is a fused
 // eltwise post-op where the pooling implementation takes one, a separate
-// eltwise step otherwise.
+// eltwise step otherwise; a pooling without one runs the elementwise chain
+// after it as post-ops.
 #include "tsopt/backend/dnnl/eltwise.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -30,9 +31,16 @@ inline void pool_step(lowering& L, std::size_t i, tref x, const dims& pad_l, con
         pd.emplace(pool_pd(L.attr()));
         fused = false;
     }
+    const char* what = alg == dn::algorithm::pooling_max ? "max pooling" : "average pooling";
+    if (!act_) {
+        // Without an activation of its own, the elementwise chain after it as
+        // post-ops: NASNet's cells add two pools, or a pool and the cell's
+        // input (fused_elementwise).
+        L.set(i, 0, fused_elementwise<dn::pooling_forward>(L, i, *pd, pool_pd, {{DNNL_ARG_SRC, x}}, what, true));
+        return;
+    }
     tref y = L.fresh(pd->dst_desc());
-    L.add<dn::pooling_forward>(i, *pd, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}},
-                               alg == dn::algorithm::pooling_max ? "max pooling" : "average pooling");
+    L.add<dn::pooling_forward>(i, *pd, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}}, what);
     if (!fused) y = eltwise_step(L, i, y, *act_algorithm(act_), 0.f, 0.f, "pooling activation");
     L.set(i, 0, y);
 }
