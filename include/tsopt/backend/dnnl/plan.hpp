@@ -88,8 +88,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // 2048 columns or more as brgemm inner products; 15: with AVX2 alone,
 // Winograd F(2x2, 3x3) only on whole tiles; 16: the elementwise chain
 // after a matmul (GELU, a residual add) as its post-ops; 17: the same after
-// a pooling without an activation).
-inline constexpr int lowering_revision = 17;
+// a pooling without an activation; 18: not after a row-major pooling, and
+// no full-size post-op operand in another layout than the output's).
+inline constexpr int lowering_revision = 18;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

@@ -4,7 +4,7 @@
 // with same (symmetric (k-1)/2) or valid padding. The activation is a fused
 // eltwise post-op where the pooling implementation takes one, a separate
 // eltwise step otherwise; a pooling without one runs the elementwise chain
-// after it as post-ops.
+// after it as post-ops, unless its source is row-major NCHW.
 #include "tsopt/backend/dnnl/eltwise.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -35,8 +35,14 @@ inline void pool_step(lowering& L, std::size_t i, tref x, const dims& pad_l, con
     if (!act_) {
         // Without an activation of its own, the elementwise chain after it as
         // post-ops: NASNet's cells add two pools, or a pool and the cell's
-        // input (fused_elementwise).
-        L.set(i, 0, fused_elementwise<dn::pooling_forward>(L, i, *pd, pool_pd, {{DNNL_ARG_SRC, x}}, what, true));
+        // input (fused_elementwise). Not on row-major NCHW: there oneDNN 3.2's
+        // jit pooling (which transposes to channels-last internally) adds a
+        // full-size post-op operand wrongly, under the same kernel name: an
+        // avgpool plus a maxpool came out 26-61 % off, a maxpool plus its own
+        // input exactly half the sum. Channels-last and blocked sources add
+        // it right (dnnl_ops_test "pooling post-ops in every layout").
+        const bool ncsp = x.md.get_ndims() == 4 && is_plain(x.md);
+        L.set(i, 0, fused_elementwise<dn::pooling_forward>(L, i, *pd, pool_pd, {{DNNL_ARG_SRC, x}}, what, !ncsp));
         return;
     }
     tref y = L.fresh(pd->dst_desc());

@@ -210,6 +210,18 @@ tref fused_elementwise(lowering& L, std::size_t i, PD pd, const Make& make, std:
                        bool fuse) {
     post_chain chain;
     if (fuse) chain = fusible_chain(L, i, 0, false, false, true);
+    // A full-size operand in another layout than the output ends the chain:
+    // oneDNN 3.2's pooling reads it as if it had the output's layout, under
+    // the same kernel name (a channels-last pooling plus a row-major tensor
+    // came out 30-40 % off; dnnl_ops_test "pooling post-ops in every layout").
+    const dn::memory::desc dst = pd.dst_desc();
+    for (std::size_t k = 0; k < chain.nodes.size(); ++k) {
+        const dn::memory::desc& operand = chain.ops[k].second.md;
+        if (chain.kinds[k] == post_chain::kind::binary && operand.get_dims() == dst.get_dims() && operand != dst) {
+            chain.truncate(k);
+            break;
+        }
+    }
     if (!chain.nodes.empty()) {
         try {
             dn::post_ops po;
