@@ -294,6 +294,10 @@ try:
     problems = validate_file(r, os.path.join(SCHEMA, "report.schema.json"))
     expect("cpu report follows docs/schema/report.schema.json", not problems, "; ".join(problems[:5]))
     expect("cpu report: end-to-end times", r["before"]["end_to_end_ms"] > 0 and r["after"]["end_to_end_ms"] > 0)
+    # tsopt's executor checked against the reference on the timing's inputs.
+    dev = r["verification"]["device"]
+    expect("cpu report: the device's outputs agree with the reference's",
+           dev is not None and dev["equal"] and dev["original_vs_reference"] <= 1e-4, str(dev))
     expect("cpu report: rules_used is none exactly when the original was kept",
            (r["rules_used_of"] == "none") == r["kept_original"] and (r["rules_used_of"] != "none" or not r["rules_used"]),
            f'{r["rules_used_of"]}, kept_original {r["kept_original"]}')

@@ -134,6 +134,12 @@ inline double max_relative_error(const std::vector<tensor<float>>& got, const st
     return e;
 }
 
+// The same tensors: shapes and every value.
+inline bool same_tensors(const std::vector<tensor<float>>& a, const std::vector<tensor<float>>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const tensor<float>& x, const tensor<float>& y) { return x.shape == y.shape && x.data == y.data; });
+}
+
 // Implementations of the ONNX operators the importer keeps opaque, for a
 // backend with an `opaque_impls` map (reference, dnnl, cudnn).
 template <class Backend>

@@ -178,6 +178,9 @@ struct pick_result {
     std::vector<double> ms;      // median end-to-end time per candidate (+inf when rejected)
     std::vector<double> error;   // max relative error of its outputs vs candidate 0
     std::vector<bool> rejected;  // outputs disagreed with candidate 0 beyond verify_tolerance
+    // Candidate 0's outputs on the device: what a caller checks against the
+    // operators' definitions (the other candidates were checked against them).
+    std::vector<tensor<float>> outputs;
     // Candidate c ran faster than candidate 0 in at least confirm_share of
     // the rounds (candidate 0 itself: true). Only a confirmed candidate can
     // be chosen over candidate 0.
@@ -222,14 +225,13 @@ template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
                             Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {}) {
     pick_result r;
-    std::vector<tensor<float>> first;
     for (std::size_t c = 0; c < n; ++c) {
         auto out = outputs(c);
         double e = 0;
-        if (c == 0) first = out;
-        else if (out.size() != first.size()) e = 1e300;
+        if (c == 0) r.outputs = std::move(out);
+        else if (out.size() != r.outputs.size()) e = 1e300;
         else
-            for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], first[k]));
+            for (std::size_t k = 0; k < out.size(); ++k) e = std::max(e, relative_error(out[k], r.outputs[k]));
         r.error.push_back(e);
         r.rejected.push_back(!(e <= tolerance));
     }
