@@ -343,6 +343,17 @@ TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins 
     CHECK(again.reused);
     CHECK(again.best == 2);
     CHECK(again.confirmed == std::vector<bool>{true, false, true});
+    // A deadline already past: the minimum rounds run, no more, and the
+    // choice is made on them (candidate 2 won all three).
+    std::vector<std::size_t> next(times.size(), 0);
+    auto late = backend::verify_and_time(
+        times.size(), 0, 10, 1e-3, [](std::size_t) { return std::vector<tensor<float>>{tensor<float>(shape{1}, 1.f)}; },
+        [](std::size_t) {}, [] {}, [&](std::size_t c) { return times[c][next[c]++]; }, {},
+        std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    CHECK(late.rounds == backend::min_pick_rounds);
+    CHECK(next == std::vector<std::size_t>(times.size(), backend::min_pick_rounds));
+    CHECK(late.faster_rounds == std::vector<int>{0, 3, 3});
+    CHECK(late.best == 1);  // both confirmed (3 of 3), candidate 1's median 5 the lowest
 }
 
 TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {

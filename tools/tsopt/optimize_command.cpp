@@ -244,7 +244,7 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
     // original's cost, and a twentieth of the budget at least (the search
     // stops between expansions, a little past its deadline); the top-k are
     // timed too when the search ends early.
-    const int min_rounds = std::min(3, s.reps), overhead_rounds = 3;
+    const int min_rounds = std::min(backend::min_pick_rounds, s.reps), overhead_rounds = 3;
     const auto round_ms = [&](const graph& h) { return 2 * measured->graph_cost(h); };
     const double timing_s = std::max(s.budget / 20, (min_rounds + overhead_rounds) * round_ms(g) * 2 / 1e3);
     prog.start_ticker("searching", s.budget);
@@ -289,7 +289,13 @@ outcome run_measured(const settings& s, const graph& g, std::span<const rewrite:
                 std::clamp(static_cast<int>(left_ms / fit_round_ms) - overhead_rounds, min_rounds, s.reps);
         prog.line("timing " + std::to_string(cands.size()) + " graphs end to end (" + std::to_string(o.timing_rounds) +
                   " rounds)");
-        auto pick = be.pick_fastest(runnable, inputs, o.timing_rounds);
+        // No round starts that would end past what the export and the check
+        // need (estimated as in search_options): compiling the candidates'
+        // plans was not in the estimate above.
+        const auto deadline = s.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                              std::chrono::duration<double>(s.budget - s.import_s));
+        auto pick = be.pick_fastest(runnable, inputs, o.timing_rounds, deadline);
+        o.timing_rounds = pick.rounds;
         be.drop_plans();  // the candidates' plans (weights in device layouts) are not run again
         prog.clear();
         o.chosen_index = pick.best;

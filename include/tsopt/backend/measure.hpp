@@ -6,6 +6,7 @@
 // around a oneDNN stream, CUDA events around a stream); nothing here calls a
 // library.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -221,9 +222,15 @@ inline bool confirmed_by(int faster_rounds, int rounds) {
 // earlier run of the same set (one per candidate): when every accepted
 // candidate has one, nothing is timed and they decide, so the same
 // candidates give the same choice whatever the machine's load now.
+// `deadline`: no round starts that would end after it, once min_pick_rounds
+// are done (compiling the candidates' plans, which no estimate made before
+// it can price, came on top of --budget's timing share: NASNet-A's five
+// plans); r.rounds says how many ran.
+inline constexpr int min_pick_rounds = 3;
 template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
-                            Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {}) {
+                            Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {},
+                            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
     pick_result r;
     for (std::size_t c = 0; c < n; ++c) {
         auto out = outputs(c);
@@ -267,14 +274,20 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
     // fit), as an engine running one model sees. Timed right after another
     // candidate, whose own weights had evicted them, a weight-bound model
     // (NasRNN) measured 1.6x slower than it runs.
-    r.rounds = std::max(reps, 1);
-    for (int k = 0; k < r.rounds; ++k)
+    const int wanted = std::max(reps, 1);
+    r.rounds = 0;
+    for (const auto timed_from = std::chrono::steady_clock::now(); r.rounds < wanted; ++r.rounds) {
+        const auto now = std::chrono::steady_clock::now();
+        if (r.rounds >= std::min(min_pick_rounds, wanted) && deadline != std::chrono::steady_clock::time_point::max() &&
+            now + (now - timed_from) / r.rounds > deadline)  // another round, as long as the mean
+            break;
         for (std::size_t c = 0; c < n; ++c)
             if (!r.rejected[c]) {
                 run(c);
                 settle();
                 t[c].push_back(time(c));
             }
+    }
     for (std::size_t c = 0; c < n; ++c) {
         r.ms.push_back(r.rejected[c] ? std::numeric_limits<double>::infinity() : median(t[c]));
         int wins = 0;

@@ -148,10 +148,12 @@ public:
     // AutoGraph's on-board verification: runs each candidate, rejects those
     // whose outputs disagree with candidate 0, times the others end to end in
     // interleaved rounds and returns the fastest.
-    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
-        return pick_fastest(candidates, in, reps, opt_.mode);
+    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10,
+                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
+        return pick_fastest(candidates, in, reps, opt_.mode, deadline);
     }
-    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps, run_mode m) {
+    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps, run_mode m,
+                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
         std::vector<cudnn_impl::device_plan*> plans;
         for (std::size_t c = 0; c < candidates.size(); ++c) {  // every candidate compiled before any runs
@@ -167,7 +169,8 @@ public:
             [&](std::size_t c) {
                 timer tm(plans[c]->main_stream());
                 return tm.time([&] { plans[c]->run(); }, [&] { plans[c]->sync("timed run"); });
-            });
+            },
+            {}, deadline);
     }
 
     const cudnn_impl::measure_cache& measurements() const { return cache_; }

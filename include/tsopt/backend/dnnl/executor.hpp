@@ -353,7 +353,8 @@ public:
     // times of a candidate set are kept in the measurement cache (keyed by
     // the candidates' content hashes and the reps): the same set, in a later
     // run too, is verified again but not re-timed, so it gets the same choice.
-    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10) {
+    pick_result pick_fastest(std::span<const graph> candidates, std::span<const tensor<float>> in, int reps = 10,
+                             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
         if (candidates.empty()) throw error("pick_fastest: no candidates");
         std::uint64_t set = static_cast<std::uint64_t>(reps);
         for (const graph& g : candidates) set = hashing::combine(set, content_hash(g));
@@ -375,7 +376,7 @@ public:
                 return plans.back()->run(in);
             },
             [&](std::size_t c) { plans[c]->run(in); }, [] {},
-            [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); }, known);
+            [&](std::size_t c) { return timed([&] { plans[c]->load_inputs(in); plans[c]->run_steps(); }); }, known, deadline);
         for (std::size_t c = 0; c < candidates.size() && !r.reused; ++c)
             if (!r.rejected[c]) {
                 cache_.put(key(c, ""), r.ms[c]);
