@@ -102,7 +102,7 @@ struct optimize_report {
     std::size_t expansions = 0, generated = 0, dedup_hits = 0, rejected = 0, pruned = 0;
     std::size_t oversized_constants = 0;   // applications refused: a constant above max_constant_bytes
     std::size_t max_constant_bytes = 0;    // the limit in force
-    std::map<std::string, int> rule_uses;  // the derivation of `optimized` (rule name, or "layout move")
+    std::map<std::string, int> rule_uses;  // derivation.uses(): rewrites by rule name (or "layout move")
     // What preprocessing did, by kind (batch norms folded into their
     // convolution, operators on constants folded into weights): part of
     // `optimized` when `improved`, and of every top-k candidate but the input.
@@ -152,18 +152,10 @@ struct optimize_result {
     graph optimized;
     optimize_report report;
     std::vector<graph> top_k;
-    std::vector<std::map<std::string, int>> top_k_rule_uses;  // each top_k graph's derivation, as report.rule_uses
-    std::vector<search::derivation> top_k_derivations;        // each top_k graph's, as report.derivation
+    std::vector<search::derivation> top_k_derivations;  // each top_k graph's, as report.derivation
 
     // The derivation of `optimized` or of a top-k candidate (matched by
-    // structure); nullptr for any other graph.
-    const std::map<std::string, int>* rule_uses_of(const graph& h) const {
-        const std::uint64_t k = h.structural_hash();
-        if (k == optimized.structural_hash()) return &report.rule_uses;
-        for (std::size_t i = 0; i < top_k.size() && i < top_k_rule_uses.size(); ++i)
-            if (top_k[i].structural_hash() == k) return &top_k_rule_uses[i];
-        return nullptr;
-    }
+    // structure); nullptr for any other graph. Its rule uses: uses().
     const search::derivation* derivation_of(const graph& h) const {
         const std::uint64_t k = h.structural_hash();
         if (k == optimized.structural_hash()) return &report.derivation;
@@ -231,11 +223,11 @@ inline std::vector<char> leaf_values(const graph& g) {
 // (weights folded) and keeps the cheapest when it is below the current
 // graph. Stops when none improves, after `max_steps`, or at `deadline`.
 // `only`: a rule index to restrict to (others skipped). Returns the number
-// of rule applications kept (`uses` counts them by rule name).
+// of rule applications kept (`steps` lists them).
 template <class Cost>
 std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost& model,
                                std::chrono::steady_clock::time_point deadline, std::size_t max_steps,
-                               std::map<std::string, int>& uses, std::vector<search::rewrite_step>& steps,
+                               std::vector<search::rewrite_step>& steps,
                                const rewrite::apply_options& ao, std::optional<std::size_t> only = std::nullopt) {
     const auto rules = index.rules();
     rewrite::fold_cache cache;
@@ -328,7 +320,6 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
         g = std::move(*best);
         cost = best_cost;
         kept += best_steps;
-        uses[std::string(rules[best_rule].name)] += static_cast<int>(best_steps);
         for (auto& s : best_where) steps.push_back(std::move(s));
     }
     return kept;
@@ -344,10 +335,8 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
 struct leaf_result {
     graph best;
     std::size_t applied = 0;
-    std::map<std::string, int> uses;
     std::vector<search::rewrite_step> steps;  // best's, in order
     std::vector<graph> others;
-    std::vector<std::map<std::string, int>> others_uses;
     std::vector<std::vector<search::rewrite_step>> others_steps;
 };
 template <class Cost>
@@ -379,24 +368,23 @@ leaf_result leaf_phase(const graph& g, const rewrite::rule_index& index, Cost& m
     std::vector<run> runs;
     for (auto first : firsts) {
         if (std::chrono::steady_clock::now() > deadline) break;
-        leaf_result r{g, 0, {}, {}, {}, {}, {}};
+        leaf_result r{g, 0, {}, {}, {}};
         if (first) {
-            r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, r.steps, ao, first);
+            r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.steps, ao, first);
             if (r.applied == 0) continue;  // the rule has no leaf match that pays
         }
-        r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.uses, r.steps, ao);
+        r.applied += apply_leaf_matches(r.best, index, model, deadline, g.op_count(), r.steps, ao);
         if (r.applied == 0) continue;
         const std::uint64_t h = r.best.structural_hash();
         bool seen = false;
         for (const auto& x : runs) seen = seen || x.hash == h;
         if (!seen) runs.push_back({static_cast<double>(model.graph_cost(r.best)), h, std::move(r)});
     }
-    if (runs.empty()) return {g, 0, {}, {}, {}, {}, {}};
+    if (runs.empty()) return {g, 0, {}, {}, {}};
     std::stable_sort(runs.begin(), runs.end(), [](const run& a, const run& b) { return a.cost < b.cost; });
     leaf_result out = std::move(runs.front().r);
     for (std::size_t i = 1; i < runs.size(); ++i) {
         out.others.push_back(std::move(runs[i].r.best));
-        out.others_uses.push_back(std::move(runs[i].r.uses));
         out.others_steps.push_back(std::move(runs[i].r.steps));
     }
     return out;
@@ -471,21 +459,18 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     };
 
     // Rule search over the whole graph, or per part with stitching. Returns
-    // the graph with its derivation (rule uses, and the stages of rewrites).
-    using uses_t = std::map<std::string, int>;
+    // the graph with its derivation (the stages of rewrites).
     using stages_t = std::vector<search::derivation_stage>;
     using search_kind = search::derivation_stage::kind;
     // Candidates offered for on-board timing with their stages (top_k).
     std::vector<stages_t> offered_stages;
     struct searched {
         graph g;
-        uses_t uses;
         stages_t stages;
     };
     auto rule_search = [&](graph g, std::chrono::duration<double> budget, std::size_t expansions,
                            bool keep_top_k) -> searched {
         const auto started = std::chrono::steady_clock::now();
-        uses_t uses;
         stages_t stages;
         auto search_stage = [](std::vector<search::rewrite_step> steps) {
             search::derivation_stage st;
@@ -493,18 +478,13 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             st.steps = std::move(steps);
             return st;
         };
-        auto add_uses = [&uses](const uses_t& u) {
-            for (const auto& [name, k] : u) uses[name] += k;
-        };
         if (g.op_count() <= o.partition_threshold) {
             auto r = searcher(expansions, budget, keep_top_k ? o.top_k : 0).run(g, model);
             detail::merge_report(res.report, r.rep);
             g = std::move(r.best);
-            uses = std::move(r.rep.rule_uses);
             if (!r.steps.empty()) stages.push_back(search_stage(std::move(r.steps)));
             if (keep_top_k) {
                 res.top_k = std::move(r.top_k);
-                res.top_k_rule_uses = std::move(r.top_k_uses);
                 offered_stages.clear();
                 for (auto& st : r.top_k_steps) {
                     offered_stages.emplace_back();
@@ -514,7 +494,6 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         } else {
             std::optional<graph> before_parts;
             std::vector<graph> leaf_alternatives;
-            std::vector<uses_t> leaf_alternatives_uses;
             std::vector<stages_t> leaf_alternatives_stages;
             auto leaf_stage = [](std::vector<search::rewrite_step> steps) {
                 stages_t st;
@@ -536,26 +515,22 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     if (keep_top_k && o.top_k > 1) {
                         before_parts = g;
                         leaf_alternatives = std::move(leaf.others);
-                        leaf_alternatives_uses = std::move(leaf.others_uses);
                         for (auto& st : leaf.others_steps) leaf_alternatives_stages.push_back(leaf_stage(std::move(st)));
                         if (leaf_alternatives.size() + 2 > o.top_k) {
                             leaf_alternatives.resize(o.top_k - 2);
-                            leaf_alternatives_uses.resize(o.top_k - 2);
                             leaf_alternatives_stages.resize(o.top_k - 2);
                         }
                     }
                 }
                 res.report.leaf_matches += leaf.applied;
                 res.report.leaf_time += std::chrono::steady_clock::now() - started;
-                add_uses(leaf.uses);
             }
-            const uses_t leaf_uses = uses;
             const stages_t leaf_stages = stages;
             // Out of time already (a large model whose import took the
             // budget): pricing the cuts and partitioning would only be thrown away.
             if (std::chrono::steady_clock::now() - started >= budget) {
                 res.report.stopped = std::max(res.report.stopped, search::stop_reason::time_limit);
-                return {std::move(g), std::move(uses), std::move(stages)};
+                return {std::move(g), std::move(stages)};
             }
             const auto search_deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget);
             auto parts = search::partition(g, detail::match_capacity(g, index),
@@ -592,7 +567,6 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                 expansions_left -= std::min(expansions_left, r.rep.expansions);
                 detail::merge_report(res.report, r.rep);
                 if (!(r.rep.cost_after < r.rep.cost_before)) continue;
-                add_uses(r.rep.rule_uses);
                 search::derivation_part dp;
                 for (std::size_t v : sg.nodes) dp.operators.push_back(g.nodes[v].name);
                 dp.steps = std::move(r.steps);
@@ -613,7 +587,6 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
                     auto r = searcher(o.cut_expansions, left, 0).run(g, model);
                     detail::merge_report(res.report, r.rep);
                     g = std::move(r.best);
-                    add_uses(r.rep.rule_uses);
                     if (!r.steps.empty()) stages.push_back(search_stage(std::move(r.steps)));
                 }
             }
@@ -621,19 +594,17 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
             // final graph first, then the graph before the parts' search.
             if (keep_top_k && o.top_k > 1 && before_parts) {
                 res.top_k = {g, std::move(*before_parts)};
-                res.top_k_rule_uses = {uses, leaf_uses};
                 offered_stages = {stages, leaf_stages};
                 for (auto& alt : leaf_alternatives) res.top_k.push_back(std::move(alt));
-                for (auto& alt : leaf_alternatives_uses) res.top_k_rule_uses.push_back(std::move(alt));
                 for (auto& alt : leaf_alternatives_stages) offered_stages.push_back(std::move(alt));
             }
         }
-        return {std::move(g), std::move(uses), std::move(stages)};
+        return {std::move(g), std::move(stages)};
     };
 
     auto budget_left = [&] { return o.budget - (std::chrono::steady_clock::now() - t0); };
     // What preprocessing took is part of the budget.
-    auto [searched_g, uses, stages] = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
+    auto [searched_g, stages] = rule_search(std::move(g), o.pet ? budget_left() / 2 : budget_left(), o.max_expansions, true);
     g = std::move(searched_g);
 
     // PET joint optimization: corrected mutants of the current best are
@@ -649,26 +620,23 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         double best = static_cast<double>(model.graph_cost(g));
         std::optional<std::size_t> kept;
         graph kept_graph;
-        uses_t kept_uses;
         stages_t kept_stages;
         const std::size_t seeds = std::min(o.pet_seeds, by_cost.size());
         for (std::size_t s = 0; s < seeds && budget_left() > decltype(budget_left())::zero(); ++s) {
             const auto share = budget_left() / static_cast<double>(seeds - s);
-            auto [h, h_uses, h_stages] =
+            auto [h, h_stages] =
                 rule_search(cands[by_cost[s].second].g, share, std::max<std::size_t>(1, o.max_expansions / 4), false);
             double c = static_cast<double>(model.graph_cost(h));
             if (c < best) {
                 best = c;
                 kept = by_cost[s].second;
                 kept_graph = std::move(h);
-                kept_uses = std::move(h_uses);
                 kept_stages = std::move(h_stages);
             }
         }
         if (!kept) break;
         ++res.report.pet_uses[cands[*kept].family];
         g = std::move(kept_graph);
-        for (const auto& [name, k] : kept_uses) uses[name] += k;
         search::derivation_stage mutant;
         mutant.k = search_kind::pet;
         mutant.pet_family = cands[*kept].family;
@@ -691,8 +659,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         res.optimized = std::move(g);
         res.report.cost_after = after;
         res.report.improved = true;
-        res.report.rule_uses = std::move(uses);
         res.report.derivation = derivation_with(std::move(stages));
+        res.report.rule_uses = res.report.derivation.uses();
     } else {
         res.optimized = input;
         res.report.cost_after = res.report.cost_before;
@@ -706,39 +674,29 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     // and the other leaf-merge orders).
     if (o.top_k > 0) {
         std::vector<graph> offered = std::move(res.top_k);
-        std::vector<uses_t> offered_uses = std::move(res.top_k_rule_uses);
-        offered_uses.resize(offered.size());
         offered_stages.resize(offered.size());
         std::vector<graph> cands{res.optimized};
-        std::vector<uses_t> cands_uses{res.report.rule_uses};
         std::vector<search::derivation> cands_derivations{res.report.derivation};
         if (o.top_k > 1) {
             // The NHWC choices undone: the rules stay, the layout moves go.
             cands.push_back(rewrite::without_nhwc(res.optimized));
-            uses_t kept_rules = res.report.rule_uses;
-            kept_rules.erase(std::string(search::layout_move_name));
-            cands_uses.push_back(std::move(kept_rules));
             cands_derivations.push_back(res.report.improved ? res.report.derivation : derivation_with({}));
             cands_derivations.back().nhwc_undone = true;
             cands.push_back(preprocessed);
-            cands_uses.emplace_back();
             cands_derivations.push_back(derivation_with({}));
         }
         for (std::size_t i = 0; i < offered.size(); ++i) {
             cands.push_back(std::move(offered[i]));
-            cands_uses.push_back(std::move(offered_uses[i]));
             cands_derivations.push_back(derivation_with(std::move(offered_stages[i])));
         }
         std::vector<std::uint64_t> seen;
         res.top_k.clear();
-        res.top_k_rule_uses.clear();
         res.top_k_derivations.clear();
         for (std::size_t i = 0; i < cands.size(); ++i) {
             const auto h = cands[i].structural_hash();
             if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
             seen.push_back(h);
             res.top_k.push_back(std::move(cands[i]));
-            res.top_k_rule_uses.push_back(std::move(cands_uses[i]));
             res.top_k_derivations.push_back(std::move(cands_derivations[i]));
             if (res.top_k.size() == o.top_k) break;
         }

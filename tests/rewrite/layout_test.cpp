@@ -244,18 +244,18 @@ TEST_CASE("optimize offers the result without its NHWC choices, and the preproce
         CHECK(std::find(hashes.begin(), hashes.end(), c.structural_hash()) == hashes.end());  // distinct
         hashes.push_back(c.structural_hash());
         check_equivalent(g, c, 1e-4);
-        CHECK(r.rule_uses_of(c) != nullptr);
+        CHECK(r.derivation_of(c) != nullptr);
     }
     // Each candidate with its own derivation: the result's, the same rules
     // without the layout moves, the preprocessed input's (none).
-    REQUIRE(r.top_k_rule_uses.size() == r.top_k.size());
-    CHECK(r.top_k_rule_uses[0] == r.report.rule_uses);
+    REQUIRE(r.top_k_derivations.size() == r.top_k.size());
+    CHECK(r.top_k_derivations[0].uses() == r.report.rule_uses);
     CHECK(r.report.rule_uses.count("layout move") == 1);
     auto without_moves = r.report.rule_uses;
     without_moves.erase("layout move");
-    CHECK(r.top_k_rule_uses[1] == without_moves);
+    CHECK(r.top_k_derivations[1].uses() == without_moves);
     if (r.top_k.size() > 2 && r.top_k[2].structural_hash() == rewrite::preprocess(g).structural_hash())
-        CHECK(r.top_k_rule_uses[2].empty());
+        CHECK(r.top_k_derivations[2].uses().empty());
 }
 
 TEST_CASE("search: conversions that cost more than NHWC saves keep NCHW") {

@@ -207,10 +207,10 @@ TEST_CASE("search is deterministic for a seed and an expansion budget") {
         CHECK(test_cost{}.graph_cost(a.top_k[i - 1]) <= test_cost{}.graph_cost(a.top_k[i]));
     // Each runner-up with its own derivation: none for the start graph, some
     // rule for every other.
-    REQUIRE(a.top_k_uses.size() == a.top_k.size());
-    CHECK(a.top_k_uses[0] == a.rep.rule_uses);
+    REQUIRE(a.top_k_steps.size() == a.top_k.size());
+    CHECK(search::uses_of(a.top_k_steps[0]) == a.rep.rule_uses);
     for (std::size_t i = 0; i < a.top_k.size(); ++i)
-        CHECK(a.top_k_uses[i].empty() == (a.top_k[i].structural_hash() == g.structural_hash()));
+        CHECK(a.top_k_steps[i].empty() == (a.top_k[i].structural_hash() == g.structural_hash()));
 }
 
 TEST_CASE("tiny case: the search finds what exhaustive enumeration finds") {

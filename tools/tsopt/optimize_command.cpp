@@ -509,12 +509,10 @@ int optimize_command(int argc, char** argv, int first) {
     // The written graph's own derivation: every candidate is the optimizer's
     // result or one of its top-k, each with the rules that made it.
     static const std::map<std::string, int> no_uses;
-    const std::map<std::string, int>* derivation = kept_original ? &no_uses : o.result.rule_uses_of(o.chosen);
-    if (!derivation) throw std::logic_error("the chosen candidate is neither the optimizer's result nor one of its top-k");
-    const std::map<std::string, int>& uses = *derivation;
     static const search::derivation no_rewrites;
     const search::derivation* chosen_rewrites = kept_original ? &no_rewrites : o.result.derivation_of(o.chosen);
-    if (!chosen_rewrites) throw std::logic_error("the chosen candidate has no derivation");
+    if (!chosen_rewrites) throw std::logic_error("the chosen candidate is neither the optimizer's result nor one of its top-k");
+    const std::map<std::string, int> uses = chosen_rewrites->uses();
     // Replayed from the original with the cost model that chose it: every
     // step's cost filled in, and the check that the list rebuilds exactly
     // the graph written.

@@ -71,7 +71,7 @@ struct report {
     std::size_t pruned = 0;         // candidates dropped because the queue was full
     std::size_t max_queue_seen = 0;
     std::size_t max_queue_bytes = 0;  // most bytes queued: graph::footprint plus constants new to the search
-    std::map<std::string, int> rule_uses;  // along the best graph's derivation, by rule name
+    std::map<std::string, int> rule_uses;  // uses_of(result::steps): the best graph's derivation, by rule name
     stop_reason stopped = stop_reason::saturated;
     std::chrono::duration<double> elapsed{};
 
@@ -94,7 +94,6 @@ struct result {
     graph best;
     report rep;
     std::vector<graph> top_k;  // distinct candidates, best first (best included), when asked for
-    std::vector<std::map<std::string, int>> top_k_uses;  // each top_k graph's derivation, as report::rule_uses
     std::vector<rewrite_step> steps;                     // best's derivation from the start graph, in order
     std::vector<std::vector<rewrite_step>> top_k_steps;  // each top_k graph's
 };
@@ -324,14 +323,6 @@ public:
         if (res.rep.stopped == stop_reason::saturated && !queue.empty()) res.rep.stopped = stop_reason::time_limit;
 
         res.rep.cost_after = best_cost;
-        auto uses_along = [&](std::int64_t from) {
-            std::map<std::string, int> uses;
-            for (std::int64_t h = from; h > 0; h = history[static_cast<std::size_t>(h)].parent) {
-                int ri = history[static_cast<std::size_t>(h)].rule;
-                uses[ri >= 0 ? std::string(rules_[static_cast<std::size_t>(ri)].name) : std::string(layout_move_name)]++;
-            }
-            return uses;
-        };
         // A derivation with names: the steps from the start graph again,
         // each located by the ids it was recorded with, checked to end at
         // the graph the search kept.
@@ -385,12 +376,11 @@ public:
                 throw error("search: internal error: the derivation rebuilt does not end at the graph it derived");
             return steps;
         };
-        res.rep.rule_uses = uses_along(best_hist);
         res.steps = steps_along(best_hist, res.best);
+        res.rep.rule_uses = uses_of(res.steps);
         for (auto& [c, h, gg, hist] : top) {
             res.top_k_steps.push_back(steps_along(hist, gg));
             res.top_k.push_back(std::move(gg));
-            res.top_k_uses.push_back(uses_along(hist));
         }
         res.rep.elapsed = std::chrono::steady_clock::now() - t0;
         return res;

@@ -61,6 +61,13 @@ struct rewrite_step {
     double cost_before = 0, cost_after = 0;
 };
 
+// Rewrites by rule name (layout moves as layout_move_name).
+inline std::map<std::string, int> uses_of(std::span<const rewrite_step> steps) {
+    std::map<std::string, int> u;
+    for (const rewrite_step& s : steps) ++u[s.rule];
+    return u;
+}
+
 struct derivation_part {
     std::vector<std::string> operators;  // the part's operators (search::extract), by name
     std::vector<rewrite_step> steps;
@@ -103,10 +110,12 @@ struct derivation {
     // Every rewrite, in the order applied (a part's steps in its stage's order).
     std::vector<const rewrite_step*> steps() const { return all_steps<const rewrite_step>(*this); }
     std::vector<rewrite_step*> steps() { return all_steps<rewrite_step>(*this); }
-    // Rewrites by rule name (layout moves as layout_move_name).
+    // Rewrites by rule name (layout moves as layout_move_name); with the
+    // NHWC choices undone, the rules alone.
     std::map<std::string, int> uses() const {
         std::map<std::string, int> u;
         for (const rewrite_step* s : steps()) ++u[s->rule];
+        if (nhwc_undone) u.erase(std::string(layout_move_name));
         return u;
     }
     bool replayable() const {
