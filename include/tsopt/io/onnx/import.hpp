@@ -1623,16 +1623,17 @@ private:
         // libonnx's inference functions trust attributes (a zero stride divides
         // by zero, a misspelt kernel_shape reads a missing one); nodes with
         // non-positive window attributes, attributes their schema does not
-        // declare or types differently, or a required attribute missing are
-        // left out, so their outputs stay unknown and the caller
+        // declare or types differently, a required attribute missing, or no
+        // outputs are left out, so their outputs stay unknown and the caller
         // reports them.
         auto* nodes = gp->mutable_node();
         for (int i = nodes->size() - 1; i >= 0; --i) {
-            bool bad = false;
             const auto& nd = nodes->Get(i);
+            // A node without outputs: Split's inference divides by their count.
+            bool bad = nd.output_size() == 0;
             if (nd.domain().empty() || nd.domain() == "ai.onnx") {
                 const auto* schema = ::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "");
-                bad = schema ? !schema_violation(nd, *schema).empty() : nd.attribute_size() > 0;
+                bad = bad || (schema ? !schema_violation(nd, *schema).empty() : nd.attribute_size() > 0);
             }
             for (const auto& at : nodes->Get(i).attribute()) {
                 static constexpr std::string_view risky[] = {"strides", "dilations", "kernel_shape", "group", "blocksize", "pads"};
