@@ -401,6 +401,9 @@ inline std::map<std::string, int> preprocessing_done(const graph& before, const 
     }
     for (const node& n : after.nodes) norms_after += n.is_op(spec::op_kind::batchnorm);
     std::map<std::string, int> done;
+    std::vector<std::string> twins;
+    (void)rewrite::merge_duplicates(before, &twins);
+    if (!twins.empty()) done["duplicate operator merged into its twin"] = static_cast<int>(twins.size());
     if (folded > 0) done["operator on constants folded into a weight"] = folded;
     if (norms_before > norms_after) done["batch norm folded into its convolution"] = norms_before - norms_after;
     return done;

@@ -400,6 +400,24 @@ TEST_CASE("dnnl execute checks its inputs") {
     CHECK_THROWS_WITH_AS(b.execute(g, wrong), doctest::Contains("'x'"), tsopt::error);
 }
 
+TEST_CASE("dnnl x + x and x * x after a pooling or a convolution run as its post-ops") {
+    // NASNet's cells add a pool to itself once rewrite::merge_duplicates has
+    // merged its twin; 2x and x^2 are exact as eltwise post-ops.
+    std::mt19937_64 rng(10);
+    graph g;
+    auto x = g.input("x", {1, 16, 12, 12});
+    auto c = g.conv2d(x, g.weight("w", {16, 16, 1, 1}, rng));
+    auto p = g.avgpool(g.relu(c));
+    auto q = g.conv2d(x, g.weight("v", {16, 16, 1, 1}, rng));
+    g.mark_output(g.concat(1, {g.ewadd(p, p), g.ewmul(q, q)}));
+    backend::dnnl b({.persist = false});
+    check_against_reference(g, 1e-5, 1, &b);
+    check_no_fallback(g);
+    const auto plan = b.compile(g);
+    CHECK(b.stats(g).fused_ops >= 2);
+    CHECK(std::none_of(plan->steps.begin(), plan->steps.end(), [](const auto& st) { return st.what == "add" || st.what == "mul"; }));
+}
+
 TEST_CASE("dnnl pooling post-ops in every layout: full-size and per-channel operands") {
     // oneDNN 3.2's pooling adds a full-size post-op operand wrongly when it
     // reads row-major NCHW, or when the operand's layout is not the output's

@@ -385,6 +385,48 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     CHECK(s1.op_count() == f1.op_count());
 }
 
+TEST_CASE("preprocess: an operator computed twice is computed once (NASNet's cells pool one input twice)") {
+    std::mt19937_64 rng(8);
+    graph g;
+    auto x = g.input("x", {1, 8, 6, 6});
+    auto r = g.relu(g.conv2d(x, g.weight("w", {8, 8, 1, 1}, rng)));
+    auto r2 = g.relu(g.conv2d(x, g.weight("v", {8, 8, 1, 1}, rng)));  // other weights: not a repeat
+    // Two equal pools, an equal pair of their sums (the repeat's repeat), a
+    // pool with another window, and a repeat that is a graph output (kept).
+    auto sum = g.ewadd(g.avgpool(r), g.avgpool(r));
+    auto again = g.ewadd(g.avgpool(r), g.avgpool(r));
+    g.mark_output(g.concat(1, {sum, again, g.avgpool(r, {.kernel = 5}), g.maxpool(r2)}));
+    g.mark_output(g.maxpool(r2));
+    g.validate();
+    std::vector<std::string> merged;
+    auto m = rewrite::merge_duplicates(g, &merged);
+    check_equivalent(g, m);
+    // Three pools and one sum dropped; the graph output's pool stays.
+    CHECK(merged.size() == 4);
+    CHECK(m.op_count() == g.op_count() - 4);
+    auto count = [](const graph& h, sp::op_kind k) {
+        return std::count_if(h.nodes.begin(), h.nodes.end(), [k](const node& n) { return n.is_op(k); });
+    };
+    CHECK(count(m, sp::op_kind::avgpool) == 2);
+    CHECK(count(m, sp::op_kind::maxpool) == 2);
+    CHECK(count(m, sp::op_kind::conv2d) == 2);
+    // Nothing to merge: the same graph back.
+    CHECK(rewrite::merge_duplicates(m).structural_hash() == m.structural_hash());
+    // Part of preprocessing, reported, and replayed as a step of its own.
+    const auto p = rewrite::preprocess(g);
+    CHECK(p.op_count() == m.op_count());
+    CHECK(tsopt::detail::preprocessing_done(g, p).at("duplicate operator merged into its twin") == 4);
+    rewrite::fold_cache cache;
+    cost::analytical model;
+    std::vector<search::rewrite_step> steps;
+    const auto q = search::detail::preprocess_steps(g, cache, model, steps);
+    CHECK(q.structural_hash() == p.structural_hash());
+    REQUIRE_FALSE(steps.empty());
+    CHECK(steps[0].rule == search::duplicates_merged_name);
+    CHECK(steps[0].where == merged);
+    CHECK(steps[0].cost_after < steps[0].cost_before);
+}
+
 TEST_CASE("rules proven under TASO's typing do not fire outside it") {
     namespace sp = tsopt::spec;
     rewrite::rule_set rs;

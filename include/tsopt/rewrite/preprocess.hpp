@@ -4,7 +4,8 @@
 //
 //   graph g2 = rewrite::fold_constants(g);      // constant operators -> weights
 //   graph g3 = rewrite::fold_batchnorm(g);      // batchnorm(conv(x, W)) -> conv(x, W') (+ bias)
-//   graph g4 = rewrite::preprocess(g);          // both
+//   graph g4 = rewrite::merge_duplicates(g);    // an operator computed twice, once
+//   graph g5 = rewrite::preprocess(g);          // all three
 //
 // Every operator whose inputs are all weights or constants
 // (graph::constant_mask) is evaluated with the reference semantics and
@@ -13,7 +14,9 @@
 // calls (the search keeps one) makes equal folds share one tensor, so graphs
 // reached along different derivations hash equal: results are looked up by
 // (operator, parameters, input tensors) and then by content.
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -220,12 +223,55 @@ inline graph fold_batchnorm(const graph& g, std::string_view only = {},
     return changed ? ng.compacted() : g;
 }
 
+// An operator computed twice, once (ONNX Runtime's common subexpression
+// elimination): an operator with the kind, parameters, output layout and
+// inputs of an earlier one is dropped, and its readers read that one.
+// NASNet-A's cells pool one input twice with the same window: zoo_nasnet_a
+// ran 15 of its 51 average pools and 3 of its 6 max pools twice. Left
+// alone: operators on constants (fold_constants shares equal folds), opaque
+// operators (an unknown operator need not be a function of its inputs),
+// and graph outputs (each keeps its own value). `merged`: the dropped
+// operators' names.
+inline graph merge_duplicates(const graph& g, std::vector<std::string>* merged = nullptr) {
+    const auto constant = g.constant_mask();
+    std::vector<bool> output(g.size(), false);
+    for (value v : g.outputs) output[static_cast<std::size_t>(v.node)] = true;
+    std::vector<std::int32_t> twin(g.size(), -1);  // the earlier operator a dropped one repeats
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> kept;
+    graph ng = g;
+    bool changed = false;
+    for (std::size_t i : g.topological_order()) {
+        node& n = ng.nodes[i];
+        for (value& v : n.inputs)
+            if (const auto t = twin[static_cast<std::size_t>(v.node)]; t >= 0) v.node = t;
+        if (n.kind != node_kind::op || constant[i]) continue;
+        std::uint64_t key = hashing::combine(static_cast<std::uint64_t>(n.op) + 1, static_cast<std::uint64_t>(n.out_layout));
+        for (auto p : n.params.v) key = hashing::combine(key, static_cast<std::uint32_t>(p));
+        for (value v : n.inputs) key = hashing::combine(hashing::combine(key, static_cast<std::uint64_t>(v.node)), v.output);
+        auto& bucket = kept[key];
+        const auto same = std::find_if(bucket.begin(), bucket.end(), [&](std::size_t j) {
+            const node& o = ng.nodes[j];
+            return o.op == n.op && o.params == n.params && o.out_layout == n.out_layout && o.inputs == n.inputs;
+        });
+        if (same == bucket.end() || output[i]) {
+            bucket.push_back(i);
+            continue;
+        }
+        twin[i] = static_cast<std::int32_t>(*same);
+        if (merged) merged->push_back(n.name);
+        changed = true;
+    }
+    return changed ? ng.compacted() : g;
+}
+
 struct preprocess_options {
     bool fold_batchnorm = true;
     bool fold_constants = true;
+    bool merge_duplicates = true;
 };
 inline graph preprocess(const graph& g, fold_cache& cache, preprocess_options o = {}) {
-    graph r = o.fold_constants ? fold_constants(g, cache) : g;
+    graph r = o.merge_duplicates ? merge_duplicates(g) : g;
+    r = o.fold_constants ? fold_constants(r, cache) : r;
     return o.fold_batchnorm ? fold_batchnorm(r) : r;
 }
 inline graph preprocess(const graph& g, preprocess_options o = {}) {

@@ -49,6 +49,9 @@ inline constexpr std::string_view layout_move_name = "layout move";
 // norm folded into its convolution (a step each).
 inline constexpr std::string_view constants_folded_name = "operators on constants folded into weights";
 inline constexpr std::string_view batchnorm_folded_name = "batch norm folded into its convolution";
+// ... and the operators it dropped as repeats of an earlier one
+// (rewrite::merge_duplicates; one step, where = the dropped operators).
+inline constexpr std::string_view duplicates_merged_name = "duplicate operators merged";
 
 struct rewrite_step {
     std::string rule;                // the rule's name, or layout_move_name
@@ -97,10 +100,11 @@ inline std::string_view to_string(derivation_stage::kind k) {
 }
 
 struct derivation {
-    bool preprocessed = false;  // rewrite::preprocess first (batch norms and constant operators folded)
-    // What preprocessing did, as steps (constants_folded_name: where = the
-    // operators folded; batchnorm_folded_name: where = convolution, batch
-    // norm), each priced as if applied one after the other; filled by replay.
+    bool preprocessed = false;  // rewrite::preprocess first (duplicates merged, constant operators and batch norms folded)
+    // What preprocessing did, as steps (duplicates_merged_name: where = the
+    // operators dropped; constants_folded_name: where = the operators
+    // folded; batchnorm_folded_name: where = convolution, batch norm), each
+    // priced as if applied one after the other; filled by replay.
     std::vector<rewrite_step> preprocessing;
     bool layouts = true;        // search steps enumerate layout variants and make conversions explicit
     bool fold_weights = true;   // search steps fold weight-only operators after each rewrite
@@ -245,17 +249,24 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
     return std::move(*h);
 }
 
-// rewrite::preprocess, with what it did as steps (derivation::preprocessing).
+// rewrite::preprocess, with what it did as steps (derivation::preprocessing),
+// in its order: duplicates merged, constants folded, batch norms folded.
 template <class Cost>
 graph preprocess_steps(const graph& original, rewrite::fold_cache& cache, Cost& model, std::vector<rewrite_step>& steps) {
     steps.clear();
     double cost = static_cast<double>(model.graph_cost(original));
-    graph folded = rewrite::fold_constants(original, cache);
+    rewrite_step twins{std::string(duplicates_merged_name), {}, 0, cost, 0};
+    const graph merged = rewrite::merge_duplicates(original, &twins.where);
+    if (!twins.where.empty()) {
+        twins.cost_after = cost = static_cast<double>(model.graph_cost(merged));
+        steps.push_back(std::move(twins));
+    }
+    graph folded = rewrite::fold_constants(merged, cache);
     {
-        const auto constant = original.constant_mask();
+        const auto constant = merged.constant_mask();
         rewrite_step s{std::string(constants_folded_name), {}, 0, cost, 0};
-        for (std::size_t i = 0; i < original.size(); ++i)
-            if (constant[i] && original.nodes[i].kind == node_kind::op) s.where.push_back(original.nodes[i].name);
+        for (std::size_t i = 0; i < merged.size(); ++i)
+            if (constant[i] && merged.nodes[i].kind == node_kind::op) s.where.push_back(merged.nodes[i].name);
         if (!s.where.empty()) {
             s.cost_after = cost = static_cast<double>(model.graph_cost(folded));
             steps.push_back(std::move(s));

@@ -73,11 +73,13 @@ inline bool can_accumulate_into(const lowering& L, value v, std::size_t reader) 
 }
 
 // The reader of node `cur` that can continue a post-op chain, with the input
-// slot it reads: cur's single reader, or an opaque eltwise form whose
-// covered nodes are all of cur's other readers (GELU reads x twice).
+// slot it reads: cur's single reader (x + x reads it twice), or an opaque
+// eltwise form whose covered nodes are all of cur's other readers (GELU
+// reads x twice).
 inline std::optional<std::pair<std::size_t, int>> chain_reader(const lowering& L, std::size_t cur) {
     const auto& readers = L.consumers[cur];
-    if (readers.size() == 1) return std::pair{static_cast<std::size_t>(readers[0].first), static_cast<int>(readers[0].second)};
+    if (!readers.empty() && std::all_of(readers.begin(), readers.end(), [&](const auto& o) { return o.first == readers[0].first; }))
+        return std::pair{static_cast<std::size_t>(readers[0].first), static_cast<int>(readers[0].second)};
     for (const auto& [r32, slot] : readers) {
         const auto r = static_cast<std::size_t>(r32);
         if (slot != 0) continue;
@@ -124,6 +126,15 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
             c.kinds.push_back(post_chain::kind::eltwise);
             ab = {form->alpha, form->beta};
             covered = std::move(form->covers);
+        } else if ((n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
+                   n.inputs[0] == n.inputs[1]) {
+            // x + x = 2x and x * x = x^2, exactly: one eltwise post-op (a
+            // NASNet cell adds a pool to itself once its twin is merged:
+            // rewrite::merge_duplicates).
+            const bool add = n.is_op(spec::op_kind::ewadd);
+            c.ops.push_back({add ? dn::algorithm::eltwise_linear : dn::algorithm::eltwise_square, tref{}});
+            c.kinds.push_back(post_chain::kind::eltwise);
+            ab = {add ? 2.f : 0.f, 0.f};
         } else if (n.is_op(spec::op_kind::relu) || n.is_op(spec::op_kind::sigmoid) || n.is_op(spec::op_kind::tanh)) {
             const int act = n.is_op(spec::op_kind::relu) ? 1 : n.is_op(spec::op_kind::sigmoid) ? 2 : 3;
             c.ops.push_back({*act_algorithm(act), tref{}});
