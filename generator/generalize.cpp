@@ -65,9 +65,15 @@ std::optional<io::listed_rule> generalize_params(const io::listed_rule& rule, st
 
 std::span<const std::vector<std::string_view>> generalization_levels() {
     // Axioms fix a dilation (conv-cpool-avgpool, conv-enlarge: 1) more
-    // often than a padding mode: a rule whose generalization fails is tried
-    // again with those kept as enumerated, in that order.
-    static const std::vector<std::vector<std::string_view>> levels{{}, {"dil_h", "dil_w"}, {"dil_h", "dil_w", "pad"}};
+    // often than a pool window (tied to an iconv's or enlarge's size, which
+    // are proven for their domain only), and a window more often than a
+    // padding mode: a rule whose generalization fails is tried again with
+    // those kept as enumerated, in that order.
+    static const std::vector<std::vector<std::string_view>> levels{{},
+                                                                   {"dil_h", "dil_w"},
+                                                                   {"dil_h", "dil_w", "kh", "kw"},
+                                                                   {"dil_h", "dil_w", "pad"},
+                                                                   {"dil_h", "dil_w", "pad", "kh", "kw"}};
     return levels;
 }
 

@@ -1,7 +1,8 @@
 // Rules over parameter variables (issue #19 part 2): which slots become
 // variables, that Z3 alone decides which generalizations replace their
 // instances, and that a generalized rule keeps a graph's meaning at values
-// the enumeration never produced (stride 3, dilation 2).
+// the enumeration never produced (stride 3, dilation 2, pool windows 2x2 and
+// 5x5).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -45,11 +46,25 @@ TEST_CASE("generalize_params: a slot with one value throughout becomes a variabl
     CHECK(mixed->text.find("stride_h=2") != std::string::npos);
     CHECK(mixed->text.find("pad=$") != std::string::npos);
     // `keep` holds a slot as enumerated; nothing left to generalize gives nullopt.
+    const auto mixed_pool = rule(
+        "(relu (maxpool{kh=3,kw=3,stride_h=1,stride_w=2,pad=1,act=0} ?x)) => "
+        "(maxpool{kh=3,kw=3,stride_h=2,stride_w=1,pad=1,act=1} ?x)");
+    std::string_view pad_and_window[] = {"pad", "kh", "kw"};
+    CHECK_FALSE(generalize_params(mixed_pool, pad_and_window));
+    // Pool windows are any_value slots: kh and kw become variables of their
+    // own (non-square windows match too), and a cpool stands for the window
+    // it averages, so it takes the same variables.
     std::string_view pad[] = {"pad"};
-    CHECK_FALSE(generalize_params(
-        rule("(relu (maxpool{kh=3,kw=3,stride_h=1,stride_w=2,pad=1,act=0} ?x)) => "
-             "(maxpool{kh=3,kw=3,stride_h=2,stride_w=1,pad=1,act=1} ?x)"),
-        pad));
+    auto windows = generalize_params(mixed_pool, pad);
+    REQUIRE(windows);
+    CHECK(windows->text ==
+          "(relu (maxpool{kh=$0,kw=$1,stride_h=1,stride_w=2,pad=1,act=0} ?x)) => "
+          "(maxpool{kh=$0,kw=$1,stride_h=2,stride_w=1,pad=1,act=1} ?x)");
+    auto as_conv = generalize_params(rule(
+        "(avgpool{kh=3,kw=3,stride_h=1,stride_w=1,pad=1,act=0} ?x) => "
+        "(conv2d{stride_h=1,stride_w=1,pad=1,act=0,dil_h=1,dil_w=1} ?x (cpool{c=dim(?x,1),kh=3,kw=3}))"));
+    REQUIRE(as_conv);
+    CHECK(as_conv->text.find("cpool{c=dim(?x,1),kh=$0,kw=$1}") != std::string::npos);
     // No any_value slot: transpose permutations and concat axes are proven
     // for their domains only.
     CHECK_FALSE(generalize_params(rule("(relu (relu ?x)) => (relu ?x)")));
@@ -113,5 +128,50 @@ TEST_CASE("a generalized snapshot rule matches a stride and dilation the enumera
     auto out = rewrite::apply(g, *fusion, ms[0]);
     REQUIRE(out);
     CHECK(rewrite_test::count_ops(*out, op_kind::relu) == 0);
+    rewrite_test::check_equivalent(g, *out);
+}
+
+TEST_CASE("a generalized snapshot pool rule matches windows the enumeration never used (VGG's 2x2, a 5x5), and keeps the meaning") {
+    // The enumeration builds 3x3 windows only; the snapshot's relu fusion
+    // into a max pool is over window variables.
+    const rewrite::rule* fusion = nullptr;
+    for (const auto& r : tsopt::rules::generated())
+        if (r.text == "(relu (maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=0} ?x)) => "
+                      "(maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=1} ?x)")
+            fusion = &r;
+    REQUIRE_MESSAGE(fusion != nullptr, "the snapshot has no relu fusion into a max pool over window variables");
+    struct window {
+        int kernel, stride;
+        spec::pad_mode pad;
+    };
+    for (window w : {window{2, 2, valid}, window{5, 1, same}, window{5, 3, valid}}) {
+        CAPTURE(w.kernel);
+        CAPTURE(w.stride);
+        graph g;
+        auto x = g.input("x", {1, 3, 12, 10});
+        g.mark_output(g.relu(g.maxpool(x, {.kernel = w.kernel, .stride = w.stride, .pad = w.pad})));
+        auto ms = rewrite::find_matches(g, *fusion);
+        REQUIRE(ms.size() == 1);
+        auto out = rewrite::apply(g, *fusion, ms[0]);
+        REQUIRE(out);
+        CHECK(rewrite_test::count_ops(*out, op_kind::relu) == 0);
+        rewrite_test::check_equivalent(g, *out);
+    }
+    // An average pool of any window is a convolution with a cpool kernel of
+    // that window (conv-cpool-avgpool): the rule keeps the two tied.
+    const rewrite::rule* as_conv = nullptr;
+    for (const auto& r : tsopt::rules::generated())
+        if (r.text.starts_with("(avgpool{kh=$0,kw=$1,") && r.text.find("act=0} ?x) => (conv2d{") != std::string::npos &&
+            r.text.find("cpool{c=dim(?x,1),kh=$0,kw=$1}") != std::string::npos)
+            as_conv = &r;
+    REQUIRE_MESSAGE(as_conv != nullptr, "the snapshot has no average pool as a convolution over window variables");
+    graph g;
+    auto x = g.input("x", {1, 4, 11, 9});
+    g.mark_output(g.avgpool(x, {.kernel = 2, .stride = 2, .pad = valid}));
+    auto ms = rewrite::find_matches(g, *as_conv);
+    REQUIRE(ms.size() == 1);
+    auto out = rewrite::apply(g, *as_conv, ms[0]);
+    REQUIRE(out);
+    CHECK(rewrite_test::count_ops(*out, op_kind::conv2d) == 1);
     rewrite_test::check_equivalent(g, *out);
 }

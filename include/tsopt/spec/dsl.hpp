@@ -67,8 +67,9 @@ struct param_decl {
     std::span<const std::int32_t> domain{};
     std::int32_t fallback = 0;
     // Every axiom over this slot holds for each value the shape rule accepts,
-    // not only the domain's (strides, dilations, padding mode; not transpose
-    // permutations or enlarge sizes, whose axioms hold for the domain only,
+    // not only the domain's (strides, dilations, padding mode, pool windows;
+    // not transpose permutations or enlarge sizes, whose axioms hold for the
+    // domain only,
     // nor the fused activation, which axioms relate as none and relu, nor
     // concat/split axes: unguarded, the axioms with the shape facts prove
     // split0(concat(x, y)) == y). The Z3 verifier leaves a

@@ -79,7 +79,10 @@ void ones_eval(const op_params&, std::span<const tensor<T>* const>, std::span<te
 inline constexpr op_decl cpool_decl{
     .kind = op_kind::cpool, .name = "cpool", .math = "[c,1,kh,kw] filled with 1/(kh*kw)",
     .min_inputs = 0, .max_inputs = 0,
-    .params = {param_decl{"c"}, param_decl{"kh"}, param_decl{"kw"}}, .num_params = 3, .cls = op_class::constant,
+    // kh/kw any_value as the pool windows they stand for (conv-cpool-avgpool):
+    // a rule over a pool window variable keeps its cpool tied to it.
+    .params = {param_decl{"c"}, param_decl{.name = "kh", .any_value = true}, param_decl{.name = "kw", .any_value = true}},
+    .num_params = 3, .cls = op_class::constant,
     .infer = ops::cpool_shape, .eval_float = ops::cpool_eval<float>, .eval_modp = ops::cpool_eval<modp>,
     .flops = detail::no_flops};
 

@@ -118,6 +118,9 @@ inline constexpr std::int32_t three[] = {3};
 // Values beyond the domains that axiom validation tries in any_value slots.
 inline constexpr std::int32_t probe_stride[] = {3};
 inline constexpr std::int32_t probe_dilation[] = {2};
+// Pool windows: an even one (valid padding only: same padding needs an odd
+// window) and a larger odd one.
+inline constexpr std::int32_t probe_window[] = {2, 5};
 
 inline std::int64_t elements_flops(const op_params&, std::span<const shape>, std::span<const shape> out) {
     return out[0].elements();

@@ -63,7 +63,8 @@ inline std::int64_t pool_flops(const op_params& p, std::span<const shape>, std::
 }  // namespace ops
 
 inline constexpr std::array<param_decl, max_params> pool_params{
-    param_decl{"kh", detail::three, 3}, param_decl{"kw", detail::three, 3},
+    param_decl{.name = "kh", .domain = detail::three, .fallback = 3, .any_value = true, .probe = detail::probe_window},
+    param_decl{.name = "kw", .domain = detail::three, .fallback = 3, .any_value = true, .probe = detail::probe_window},
     param_decl{.name = "stride_h", .domain = detail::one_two, .fallback = 1, .any_value = true, .probe = detail::probe_stride},
     param_decl{.name = "stride_w", .domain = detail::one_two, .fallback = 1, .any_value = true, .probe = detail::probe_stride},
     param_decl{.name = "pad", .domain = detail::off_on, .any_value = true}, param_decl{"act", detail::off_on}};
