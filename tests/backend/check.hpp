@@ -4,18 +4,36 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <string>
+
+#include <unistd.h>
 
 #include "tsopt/backend/dnnl/executor.hpp"
 #include "tsopt/backend/reference/executor.hpp"
 
 namespace tsopt::test {
 
-// A backend whose measurement cache lives in a fresh temporary folder.
-inline std::filesystem::path fresh_cache_dir(const std::string& tag) {
-    auto d = std::filesystem::temp_directory_path() / ("tsopt-dnnl-test-" + tag + "-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    return d;
-}
+// A fresh temporary folder for a backend's measurement cache, removed with
+// everything in it when the test leaves its scope (a test run left one per
+// process in /tmp before).
+class fresh_cache_dir {
+public:
+    explicit fresh_cache_dir(const std::string& tag)
+        : path_(std::filesystem::temp_directory_path() / ("tsopt-dnnl-test-" + tag + "-" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+    }
+    ~fresh_cache_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    fresh_cache_dir(const fresh_cache_dir&) = delete;
+    fresh_cache_dir& operator=(const fresh_cache_dir&) = delete;
+    operator const std::filesystem::path&() const { return path_; }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
 
 // Runs g on both backends with random inputs; checks every output's relative
 // error against the reference and returns the largest.

@@ -281,7 +281,6 @@ TEST_CASE("dnnl measure: positive, cached in memory and on disk, corrupt cache i
         backend::dnnl c({.cache_dir = dir});
         CHECK(c.measurements().loaded == 0);
     }
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("dnnl measure is keyed by the configuration") {

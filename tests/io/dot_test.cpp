@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "tsopt/io/dot.hpp"
 #include "samples.hpp"
@@ -115,8 +116,15 @@ TEST_CASE("dot: quotes in names are escaped") {
 
 TEST_CASE("dot: SVG via Graphviz when installed, DOT with a note otherwise") {
     auto [a, b] = before_after();
-    auto dir = std::filesystem::temp_directory_path() / "tsopt_dot_test";
+    auto dir = std::filesystem::temp_directory_path() / ("tsopt_dot_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
+    struct remove_at_exit {
+        std::filesystem::path p;
+        ~remove_at_exit() {
+            std::error_code ec;
+            std::filesystem::remove_all(p, ec);
+        }
+    } cleanup{dir};
     auto pic = io::write_picture(io_samples::conv_net(), (dir / "conv_net").string(), {.highlight = io::changed_nodes(a, b)});
     CHECK(std::filesystem::exists(pic.dot_path));
     if (io::have_dot()) {
