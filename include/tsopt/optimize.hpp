@@ -265,7 +265,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
         rewrite::graph_index ix(g);
         std::optional<graph> best;
         double best_cost = cost;
-        std::size_t best_rule = 0, best_steps = 0;
+        std::size_t best_steps = 0;
         std::vector<search::rewrite_step> best_where;
         std::set<std::pair<std::size_t, std::vector<std::string>>> merged;  // (rule, shared operand) done this round
         std::set<std::pair<std::size_t, std::vector<std::int32_t>>> priced;  // a match and its mirror price alike
@@ -311,7 +311,6 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                 if (!(c < best_cost)) continue;
                 best = std::move(h);
                 best_cost = c;
-                best_rule = ri;
                 best_steps = steps;
                 best_where = std::move(where);
             }

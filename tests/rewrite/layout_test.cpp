@@ -387,3 +387,28 @@ TEST_CASE("replay locates a layout move by the operators it changes, not by its 
     CHECK_THROWS_WITH_AS(search::replay(g, d, {}, cost::analytical{}),
                          doctest::Contains("none of the graph's 3 layout moves changes exactly those operators"), error);
 }
+
+TEST_CASE("moves that change the same operators are one graph: the index does not decide between them") {
+    // Two transposes of one product: each is a move storing the product
+    // column-major, and both give the same graph, so a step locates it
+    // whatever index it recorded (the search records the move it took; a
+    // part extracted again may list the transposes the other way round).
+    std::mt19937_64 rng(5);
+    graph g;
+    auto a = g.input("a", {8, 12});
+    auto m = g.matmul(a, g.weight("w", {12, 6}, rng));
+    g.mark_output(g.relu(g.transpose(m, {1, 0})));
+    g.mark_output(g.transpose(m, {1, 0}));
+    const auto moves = rewrite::layout_moves(g);
+    REQUIRE(moves.size() == 2);
+    const auto where = search::layout_changes(g, moves[0]);
+    REQUIRE(where == search::layout_changes(g, moves[1]));
+    for (std::size_t index : {std::size_t{0}, std::size_t{1}, std::size_t{7}}) {
+        auto located = search::locate_layout_move(g, where, index, nullptr);
+        REQUIRE(located);
+        CHECK(located->hash_of_outputs(graph::weights_by::address) == moves[1].hash_of_outputs(graph::weights_by::address));
+    }
+    std::string why;
+    CHECK_FALSE(search::locate_layout_move(g, std::vector<std::string>{"a"}, 0, &why));
+    CHECK(why.find("none of the graph's 2 layout moves") != std::string::npos);
+}

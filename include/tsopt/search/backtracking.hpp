@@ -340,11 +340,16 @@ public:
                 rs.variant = s.variant;
                 std::optional<graph> next;
                 if (s.rule == -2) {
+                    // Recorded as replay locates it (by the operators it
+                    // changes), and rebuilt through that same lookup, so a
+                    // step the search took is a step replay finds.
                     auto moves = rewrite::layout_moves(g);
+                    rs.rule = std::string(layout_move_name);
                     if (s.variant < moves.size()) {
-                        rs.rule = std::string(layout_move_name);
                         rs.where = layout_changes(g, moves[s.variant]);
-                        next = fold_ ? rewrite::fold_constants(moves[s.variant], replay_cache) : std::move(moves[s.variant]);
+                        moves.clear();
+                        if (auto moved = locate_layout_move(g, rs.where, s.variant, nullptr))
+                            next = fold_ ? rewrite::fold_constants(*moved, replay_cache) : std::move(*moved);
                     }
                 } else {
                     const rewrite::rule& r = rules_[static_cast<std::size_t>(s.rule)];

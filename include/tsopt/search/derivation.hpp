@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,7 +59,8 @@ struct rewrite_step {
     std::vector<std::string> where;  // rule: the matched operators' names, in the source pattern's order;
                                      // layout move: the operators whose layout it changes
     std::size_t variant = 0;         // rule: which of rewrite::apply_all's layout variants;
-                                     // layout move: which of rewrite::layout_moves
+                                     // layout move: which of rewrite::layout_moves, read only
+                                     // where moves changing `where` differ (locate_layout_move)
     // The cost of the graph the step applied to, before and after: the whole
     // graph, or for a step inside a part, the part.
     double cost_before = 0, cost_after = 0;
@@ -169,6 +171,37 @@ inline std::vector<std::string> layout_changes(const graph& before, const graph&
 // part's, for a step inside a part): pictures of rewrites (io/dot.hpp).
 using step_observer = std::function<void(std::size_t index, const rewrite_step&, const graph& before, const graph& after)>;
 
+// The layout move of g that changes exactly the operators `where` names
+// (layout_changes), as a derivation locates one: by what it changes, not by
+// its index in rewrite::layout_moves, which a part extracted again by names
+// may order otherwise (NASNet-Mobile's replay failed so). Moves that change
+// the same operators are one graph as a rule (two transposes of one
+// producer, two convolutions of one NHWC region), so `index` decides only
+// between moves whose graphs differ. nullopt, with the reason in *why, when
+// no move changes exactly those operators or the index is not among the
+// differing ones.
+inline std::optional<graph> locate_layout_move(const graph& g, std::span<const std::string> where, std::size_t index,
+                                               std::string* why) {
+    auto moves = rewrite::layout_moves(g);
+    std::vector<std::size_t> same;
+    for (std::size_t m = 0; m < moves.size(); ++m)
+        if (std::ranges::equal(layout_changes(g, moves[m]), where)) same.push_back(m);
+    if (same.empty()) {
+        if (why) *why = "none of the graph's " + std::to_string(moves.size()) + " layout moves changes exactly those operators";
+        return std::nullopt;
+    }
+    const auto hash = [&](std::size_t m) { return moves[m].hash_of_outputs(graph::weights_by::address); };
+    const bool one_graph = std::ranges::all_of(same, [&](std::size_t m) { return hash(m) == hash(same.front()); });
+    if (one_graph) return std::move(moves[same.front()]);
+    if (std::ranges::find(same, index) == same.end()) {
+        if (why)
+            *why = std::to_string(same.size()) + " layout moves change those operators into different graphs, and move " +
+                   std::to_string(index) + " is not one of them";
+        return std::nullopt;
+    }
+    return std::move(moves[index]);
+}
+
 namespace detail {
 
 // One rule application as the optimizer makes it: the layout variant, then
@@ -201,25 +234,10 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
                          std::span<const rewrite::rule> rules, bool layouts, bool fold, rewrite::fold_cache& cache) {
     const std::string what = "replay: " + describe_step(k, s);
     if (s.rule == layout_move_name) {
-        // Located by the operators it changes, as a rule by the operators it
-        // matched: the moves are listed in node order, and a part extracted
-        // again by names may order its nodes otherwise than the part the
-        // search worked on (NASNet-Mobile's replay failed so), so the index
-        // only breaks a tie.
-        auto moves = rewrite::layout_moves(g);
-        std::vector<std::size_t> same;
-        for (std::size_t m = 0; m < moves.size(); ++m)
-            if (layout_changes(g, moves[m]) == s.where) same.push_back(m);
-        if (same.empty())
-            throw error(what + ": none of the graph's " + std::to_string(moves.size()) + " layout moves changes exactly those operators");
-        std::size_t chosen = same.front();
-        if (same.size() > 1) {
-            if (std::ranges::find(same, s.variant) == same.end())
-                throw error(what + ": " + std::to_string(same.size()) + " layout moves change those operators, and move " +
-                            std::to_string(s.variant) + " is not one of them");
-            chosen = s.variant;
-        }
-        return fold ? rewrite::fold_constants(moves[chosen], cache) : std::move(moves[chosen]);
+        std::string why;
+        auto moved = locate_layout_move(g, s.where, s.variant, &why);
+        if (!moved) throw error(what + ": " + why);
+        return fold ? rewrite::fold_constants(*moved, cache) : std::move(*moved);
     }
     auto it = by_name.find(s.rule);
     if (it == by_name.end()) throw error(what + ": no rule of that name in the rule set");
