@@ -269,21 +269,24 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
                 // the previous one comes in increasing hash order) lets a few
                 // graphs be recorded in two operator orders; the order decides
                 // how a constant's extents are written (patterns.cpp), so the
-                // copy kept is the one with the smallest operator order (its
-                // tensors' structural hashes in order; the inputs' are common).
+                // copy kept is the one with the smallest operator order (as
+                // text: describe). Structure by text, not by structural_key:
+                // which graph stands for the bucket, and so which pairs are
+                // candidates, must not follow a hash.
                 struct keyed_graph {
-                    std::uint64_t key;
+                    std::string key, order;
                     std::uint32_t rec;
                     mgraph g;
                 };
                 std::vector<keyed_graph> keyed;
                 for (std::size_t k = lo; k < hi; ++k) {
                     auto g = materialize(e, e.graphs[idx[k]], o);
-                    auto key = structural_key(g);
-                    keyed.push_back({key, idx[k], std::move(g)});
+                    auto key = structural_text(g);
+                    auto order = describe(g, o);
+                    keyed.push_back({std::move(key), std::move(order), idx[k], std::move(g)});
                 }
                 std::sort(keyed.begin(), keyed.end(),
-                          [](const keyed_graph& x, const keyed_graph& y) { return std::tie(x.key, x.g.shash) < std::tie(y.key, y.g.shash); });
+                          [](const keyed_graph& x, const keyed_graph& y) { return std::tie(x.key, x.order) < std::tie(y.key, y.order); });
                 keyed.erase(std::unique(keyed.begin(), keyed.end(), [](const keyed_graph& x, const keyed_graph& y) { return x.key == y.key; }),
                             keyed.end());
                 if (keyed.size() < 2) continue;

@@ -150,9 +150,14 @@ bool may_match(const graph& g, const rewrite::graph_index& ix, const rule_base::
     return false;
 }
 
+std::size_t operator_count(const graph& g) {
+    return static_cast<std::size_t>(std::ranges::count_if(g.nodes, [](const node& n) { return n.kind == node_kind::op; }));
+}
+
 struct expander {
     const std::vector<rule_base::group>& groups;
     std::size_t max_frontier;
+    std::size_t max_ops;
     // One rewrite from every graph of the frontier; new graphs (by structural
     // hash) join `seen`, the first max_frontier of them `next`. Returns true
     // as soon as a new graph is one of `goal` (the other side's graphs).
@@ -183,7 +188,7 @@ struct expander {
                         for (const auto& m : rewrite::find_matches(ix, s.view)) {
                             if (!in_domains(s, m)) continue;
                             auto ng = rewrite::apply(ix, s.view, m);
-                            if (!ng) continue;
+                            if (!ng || operator_count(*ng) > max_ops) continue;
                             auto h = ng->structural_hash();
                             if (!seen.emplace(h, link{gh, &s}).second) continue;
                             if (goal.count(h)) return h;
@@ -217,12 +222,12 @@ void rules_on_path(const expander::reached& seen, std::uint64_t h, std::vector<s
 }
 }  // namespace
 
-bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string>* used, int depth) const {
+bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string>* used, int depth, std::size_t max_ops) const {
     const auto ha = a.structural_hash(), hb = b.structural_hash();
     if (ha == hb) return true;
     expander::reached sa{{ha, {}}}, sb{{hb, {}}};
     if (rules_.empty()) return false;
-    expander ex{groups_, max_frontier_};
+    expander ex{groups_, max_frontier_, max_ops};
     std::vector<graph> fa{a}, fb{b}, next;
     auto joined = [&](std::uint64_t h) {
         if (used) {
@@ -261,7 +266,9 @@ bool rule_base::derivable(const pair& p, std::vector<std::string>* used, int dep
         } catch (const error&) {
             return false;  // not buildable at this configuration: no derivation claimed
         }
-        if (!joinable(a, b, &names, depth)) return false;
+        const std::size_t max_ops = p.a.outputs.size() > 1 ? std::max(operator_count(a), operator_count(b))
+                                                           : std::numeric_limits<std::size_t>::max();
+        if (!joinable(a, b, &names, depth, max_ops)) return false;
     }
     if (used) {
         std::sort(names.begin(), names.end());

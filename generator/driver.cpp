@@ -118,9 +118,9 @@ struct oriented {
     std::vector<int> perm, inv;
 };
 oriented orient(const pair& p) {
-    // The larger graph is the source; ties broken by structure so the choice is stable.
+    // The larger graph is the source; ties broken by structure (as text, not a hash) so the choice is stable.
     bool swap = p.b.ops.size() > p.a.ops.size() ||
-                (p.b.ops.size() == p.a.ops.size() && structural_key(p.b) < structural_key(p.a));
+                (p.b.ops.size() == p.a.ops.size() && structural_text(p.b) < structural_text(p.a));
     oriented o;
     std::vector<int> inv(p.perm.size());
     for (std::size_t i = 0; i < p.perm.size(); ++i) inv[static_cast<std::size_t>(p.perm[i])] = static_cast<int>(i);
@@ -300,12 +300,20 @@ run_result run(const run_config& c) {
         // lost; incremental verification derives larger candidates from the
         // smaller ones' rules), then by structure, so the order and with it
         // the rules available to each derivation do not depend on threads.
+        // Structure as text under the renaming of the inputs that spells it
+        // first, the two sides unordered: neither a hash value nor which of
+        // two renamed copies the renaming step kept (the first in
+        // fingerprint order) moves a candidate in the order.
         std::vector<std::size_t> order(ps.size());
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> keys(ps.size());
+        std::vector<std::pair<std::string, std::string>> keys(ps.size());
+        const auto renamings = input_renamings(c.o);
         for (std::size_t i = 0; i < order.size(); ++i) {
             order[i] = i;
-            auto o = orient(ps[i]);
-            keys[i] = {structural_key(*o.src), structural_key(*o.dst)};
+            for (std::size_t r = 0; r < renamings.size(); ++r) {
+                std::pair<std::string, std::string> k{structural_text(ps[i].a, renamings[r]), structural_text(ps[i].b, renamings[r])};
+                if (k.second < k.first) std::swap(k.first, k.second);  // and whichever side orient() makes the source
+                if (r == 0 || k < keys[i]) keys[i] = std::move(k);
+            }
         }
         std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) {
             auto sx = ps[x].a.ops.size() + ps[x].b.ops.size(), sy = ps[y].a.ops.size() + ps[y].b.ops.size();
@@ -416,8 +424,8 @@ run_result run(const run_config& c) {
         const std::string identity = [&] {
             hashing::fnv1a f;
             for (auto i : order) {
-                f.number(static_cast<std::int64_t>(keys[i].first));
-                f.number(static_cast<std::int64_t>(keys[i].second));
+                f.text(keys[i].first);
+                f.text(keys[i].second);
             }
             std::ostringstream id;
             id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << hashing::hex(f.value)

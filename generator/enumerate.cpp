@@ -945,6 +945,35 @@ std::uint64_t structural_key(const mgraph& g, std::span<const int> rename) {
     return k;
 }
 
+std::string structural_text(const mgraph& g, std::span<const int> rename) {
+    std::vector<std::string> st(g.shapes.size());
+    for (int i = 0; i < g.num_inputs; ++i) st[i] = "%" + std::to_string(rename.empty() ? i : rename[i]);
+    std::vector<std::string> ops_st;
+    int t = g.num_inputs;
+    for (auto& op : g.ops) {
+        const auto& d = spec::decl(op.kind);
+        std::string s(d.name);
+        s += '{';
+        for (int i = 0; i < d.num_params; ++i) s += (i ? "," : "") + std::to_string(param_values(op.pidx)[i]);
+        s += "}(";
+        for (int i = 0; i < op.nin; ++i) s += (i ? " " : "") + st[op.in[i]];
+        for (int i = 0; i < 2; ++i)
+            if (op.tie[i] != no_tensor) s += " ^" + st[op.tie[i]] + "." + std::to_string(op.tie_dim[i]);
+        s += ')';
+        ops_st.push_back(s);
+        for (int j = 0; j < d.num_outputs; ++j) st[t++] = d.num_outputs > 1 ? s + "." + std::to_string(j) : s;
+    }
+    std::vector<std::string> outs;
+    for (int o : g.outputs) outs.push_back(st[o]);
+    std::sort(ops_st.begin(), ops_st.end());
+    std::sort(outs.begin(), outs.end());
+    std::string k;
+    for (auto& s : ops_st) k += s + ";";
+    k += " =>";
+    for (auto& s : outs) k += " " + s;
+    return k;
+}
+
 std::string describe(const mgraph& g, const options& o) {
     std::vector<std::string> names;
     for (auto& in : o.inputs) names.push_back(in.name);

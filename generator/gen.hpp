@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -191,6 +192,13 @@ std::uint64_t fingerprint(std::span<const std::uint64_t> output_hashes);
 // Structural identity of a graph (independent of operator order), under an
 // optional renaming of the inputs.
 std::uint64_t structural_key(const mgraph& g, std::span<const int> rename = {});
+// The same identity as text: every operator with its parameters, operands
+// and ties spelled out, sorted, then the outputs. Wherever an order decides
+// what the generator keeps (which of a bucket's equal graphs stand for it,
+// which side of a candidate is its source, the verification order that
+// incremental derivation follows) graphs are ordered by this text, not by a
+// hash, so the rule set does not change when a hash function or seed does.
+std::string structural_text(const mgraph& g, std::span<const int> rename = {});
 
 // Evaluates a graph on float inputs; returns every tensor.
 std::vector<tensor<float>> eval_float(const mgraph& g, std::span<const tensor<float>> inputs);
@@ -277,8 +285,18 @@ public:
     // shape configuration and, with options::two_shapes, at the second.
     // `used`: the names of the rules the joins applied (sorted, once each).
     // `depth`: rewrites per side for this call (-1: the base's).
+    // A pair with several outputs (TASO's multi-output substitutions: two
+    // convolutions or products sharing an operand, fused and split) is
+    // derivable only through graphs no larger than its larger side: the
+    // optimizer applies such rules in one step where they lower the cost
+    // (optimize.hpp's leaf merges) and does not climb through a larger
+    // graph to compose them, so one derived only uphill (x.W1, x.W2 =>
+    // split(x.concat(W1, W2)) through concat(x.W1, x.W2) and its split) is
+    // left to Z3 and emitted.
     bool derivable(const pair& p, std::vector<std::string>* used = nullptr, int depth = -1) const;
-    bool joinable(const graph& a, const graph& b, std::vector<std::string>* used = nullptr, int depth = -1) const;
+    // `max_ops`: graphs on the way with more operators are not followed.
+    bool joinable(const graph& a, const graph& b, std::vector<std::string>* used = nullptr, int depth = -1,
+                  std::size_t max_ops = std::numeric_limits<std::size_t>::max()) const;
     struct stored;
     // Rules grouped by the set of operator kinds their source needs (a few
     // hundred sets for thousands of rules): a graph is tried only against

@@ -96,6 +96,33 @@ TEST_CASE("a deeper derivation (the last pass's) joins what the default depth do
     CHECK(used == std::vector<std::string>{"comm", "relu-idem"});
 }
 
+TEST_CASE("a multi-output candidate is derived only through graphs no larger than its larger side") {
+    // relu(x), relu(y) == the two parts of split(relu(concat(x, y))): 2 and 3
+    // operators, joined by these rules only through split(concat(relu(x),
+    // relu(y))), 4. The optimizer applies a multi-output rule in one step
+    // and does not climb through the larger graph, so such a candidate goes
+    // to Z3 and is emitted (the fused products of the default set were lost
+    // to this derivation before).
+    auto o = acts();
+    rule_base base(o, 4);
+    base.add(rule("relu-concat: (relu (concat{axis=1} ?x ?y)) => (concat{axis=1} (relu ?x) (relu ?y))"));
+    base.add(rule("split0-concat: (split.0{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y)) => ?x"));
+    base.add(rule("split1-concat: (split.1{axis=1,at=dim(?x,1)} (concat{axis=1} ?x ?y)) => ?y"));
+    spec::op_params cat{}, cut{};
+    cat[spec::concat_p::axis] = 1;
+    cut[spec::split_p::axis] = 1;
+    cut[spec::split_p::at] = 4;
+    const std::vector<gop> apart{op(op_kind::relu, {0}), op(op_kind::relu, {1})};
+    const std::vector<gop> fused{op(op_kind::concat, {0, 1}, cat), op(op_kind::relu, {2}), op(op_kind::split, {3}, cut)};
+    pair p{materialize(apart, 0, o), materialize(fused, 0, o), {0, 1}};
+    REQUIRE(p.a.outputs.size() == 2);
+    REQUIRE(p.b.outputs.size() == 2);
+    CHECK_FALSE(base.derivable(p));
+    // The same two graphs join when the way may pass a larger graph.
+    CHECK(base.joinable(to_graph(p.a, o), to_graph(p.b, o)));
+    CHECK_FALSE(base.joinable(to_graph(p.a, o), to_graph(p.b, o), nullptr, -1, 3));
+}
+
 TEST_CASE("a wrong candidate is never derived") {
     auto o = acts();
     rule_base base(o, 3);
