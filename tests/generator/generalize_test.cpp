@@ -21,6 +21,24 @@ using spec::op_kind;
 
 namespace {
 io::listed_rule rule(const std::string& text) { return io::parse_rule_line("r: " + text, "test"); }
+
+// A rule of the committed snapshot, found by its text (the names' hash
+// suffixes say nothing of what a rule does); null when it has none.
+const rewrite::rule* snapshot_rule(std::string_view text) {
+    for (const auto& r : tsopt::rules::generated())
+        if (r.text == text) return &r;
+    return nullptr;
+}
+
+// r matches g exactly once, and the graph it rewrites g into computes what g does.
+graph rewritten_once(const graph& g, const rewrite::rule& r) {
+    auto ms = rewrite::find_matches(g, r);
+    REQUIRE(ms.size() == 1);
+    auto out = rewrite::apply(g, r, ms[0]);
+    REQUIRE(out);
+    rewrite_test::check_equivalent(g, *out);
+    return *out;
+}
 }  // namespace
 
 TEST_CASE("generalize_params: a slot with one value throughout becomes a variable; two values stay constants") {
@@ -110,35 +128,25 @@ TEST_CASE("tsopt-gen replaces proven instances by the rule over parameter variab
 }
 
 TEST_CASE("a generalized snapshot rule matches a stride and dilation the enumeration never used, and keeps the meaning") {
-    // The committed snapshot's relu fusion, over parameter variables (found
-    // by its text: the names' hash suffixes say nothing of what a rule does).
-    const rewrite::rule* fusion = nullptr;
-    for (const auto& r : tsopt::rules::generated())
-        if (r.text == "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y)) => "
-                      "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)")
-            fusion = &r;
+    // The committed snapshot's relu fusion, over parameter variables.
+    const rewrite::rule* fusion = snapshot_rule(
+        "(relu (conv2d{stride_h=$3,stride_w=$4,pad=$2,act=0,dil_h=$0,dil_w=$1} ?x ?y)) => "
+        "(conv2d{stride_h=$3,stride_w=$4,pad=$2,act=1,dil_h=$0,dil_w=$1} ?x ?y)");
     REQUIRE_MESSAGE(fusion != nullptr, "the snapshot has no generalized relu-conv fusion");
     graph g;
     auto x = g.input("x", {1, 4, 13, 11});
     std::mt19937_64 rng(7);
     auto w = g.weight("w", shape{6, 4, 3, 3}, rng);
     g.mark_output(g.relu(g.conv2d(x, w, {.stride = 3, .pad = same, .dilation = 2})));
-    auto ms = rewrite::find_matches(g, *fusion);
-    REQUIRE(ms.size() == 1);
-    auto out = rewrite::apply(g, *fusion, ms[0]);
-    REQUIRE(out);
-    CHECK(rewrite_test::count_ops(*out, op_kind::relu) == 0);
-    rewrite_test::check_equivalent(g, *out);
+    CHECK(rewrite_test::count_ops(rewritten_once(g, *fusion), op_kind::relu) == 0);
 }
 
 TEST_CASE("a generalized snapshot pool rule matches windows the enumeration never used (VGG's 2x2, a 5x5), and keeps the meaning") {
     // The enumeration builds 3x3 windows only; the snapshot's relu fusion
     // into a max pool is over window variables.
-    const rewrite::rule* fusion = nullptr;
-    for (const auto& r : tsopt::rules::generated())
-        if (r.text == "(relu (maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=0} ?x)) => "
-                      "(maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=1} ?x)")
-            fusion = &r;
+    const rewrite::rule* fusion = snapshot_rule(
+        "(relu (maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=0} ?x)) => "
+        "(maxpool{kh=$0,kw=$1,stride_h=$3,stride_w=$4,pad=$2,act=1} ?x)");
     REQUIRE_MESSAGE(fusion != nullptr, "the snapshot has no relu fusion into a max pool over window variables");
     struct window {
         int kernel, stride;
@@ -150,12 +158,7 @@ TEST_CASE("a generalized snapshot pool rule matches windows the enumeration neve
         graph g;
         auto x = g.input("x", {1, 3, 12, 10});
         g.mark_output(g.relu(g.maxpool(x, {.kernel = w.kernel, .stride = w.stride, .pad = w.pad})));
-        auto ms = rewrite::find_matches(g, *fusion);
-        REQUIRE(ms.size() == 1);
-        auto out = rewrite::apply(g, *fusion, ms[0]);
-        REQUIRE(out);
-        CHECK(rewrite_test::count_ops(*out, op_kind::relu) == 0);
-        rewrite_test::check_equivalent(g, *out);
+        CHECK(rewrite_test::count_ops(rewritten_once(g, *fusion), op_kind::relu) == 0);
     }
     // An average pool of any window is a convolution with a cpool kernel of
     // that window (conv-cpool-avgpool): the rule keeps the two tied.
@@ -168,10 +171,5 @@ TEST_CASE("a generalized snapshot pool rule matches windows the enumeration neve
     graph g;
     auto x = g.input("x", {1, 4, 11, 9});
     g.mark_output(g.avgpool(x, {.kernel = 2, .stride = 2, .pad = valid}));
-    auto ms = rewrite::find_matches(g, *as_conv);
-    REQUIRE(ms.size() == 1);
-    auto out = rewrite::apply(g, *as_conv, ms[0]);
-    REQUIRE(out);
-    CHECK(rewrite_test::count_ops(*out, op_kind::conv2d) == 1);
-    rewrite_test::check_equivalent(g, *out);
+    CHECK(rewrite_test::count_ops(rewritten_once(g, *as_conv), op_kind::conv2d) == 1);
 }
