@@ -3,7 +3,8 @@
 # ranks (more ranks than cores are oversubscribed) and tsopt-gen in one
 # process with 1 thread, run one after the other on this machine; prints per
 # run the phases, the wall time, the speed-up over one process and the
-# per-rank verification seconds (slowest against the mean), and checks that
+# per-rank verification and enumeration seconds (slowest against the mean),
+# and checks that
 # every listing and header equals the single-process one.
 #   bench/generator_mpi_scaling.sh [BUILD_DIR] [RANKS] [tsopt-gen options...]
 # e.g. bench/generator_mpi_scaling.sh build "1 2" --max-ops 3 --representative-params \
@@ -34,10 +35,16 @@ for np in $ranks; do
   mpirun --oversubscribe -np "$np" "$genmpi" "$@" --listing "$out/r$np.txt" --header "$out/r$np.hpp" --summary "$out/r$np.json" \
     2> "$out/r$np.err" || { echo "mpirun -np $np failed:"; tail -5 "$out/r$np.err"; status=1; continue; }
   wall=$(echo "$(now) - $t0" | bc)
-  per=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["process_seconds"]; m=sum(s)/len(s); print(" ".join("%.1f" % x for x in s), "(slowest %.2fx the mean)" % (max(s)/m if m else 1))' "$out/r$np.json")
+  per=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+def line(s):
+    m = sum(s) / len(s) if s else 0
+    return " ".join("%.1f" % x for x in s) + " (slowest %.2fx the mean)" % (max(s) / m if m else 1)
+print("verification", line(d["process_seconds"]) if d["process_seconds"] else "-", "| enumeration", line(d["process_enumerate_seconds"]))' "$out/r$np.json")
   same=identical
   cmp -s "$out/one.txt" "$out/r$np.txt" && cmp -s "$out/one.hpp" "$out/r$np.hpp" || { same="DIFFERENT"; status=1; }
-  printf '%-28s %8.1f s  %.2fx  %s; rules %s; per-rank verification s: %s\n' "tsopt-gen-mpi, $np rank(s)" "$wall" \
+  printf '%-28s %8.1f s  %.2fx  %s; rules %s; per-rank s: %s\n' "tsopt-gen-mpi, $np rank(s)" "$wall" \
     "$(echo "$base / $wall" | bc -l)" "$(phases "$out/r$np.json")" "$same" "$per"
 done
 echo "outputs: $out"

@@ -218,14 +218,15 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         return e.graphs[x].fp != e.graphs[y].fp ? e.graphs[x].fp < e.graphs[y].fp : x < y;
     });
     std::vector<std::pair<std::size_t, std::size_t>> buckets;
+    std::uint64_t n_fp = 0;
     for (std::size_t i = 0; i < idx.size();) {
         std::size_t j = i;
         while (j < idx.size() && e.graphs[idx[j]].fp == e.graphs[idx[i]].fp) ++j;
-        ++st.fingerprints;
+        ++n_fp;
         if (j - i > 1) buckets.emplace_back(i, j);
         i = j;
     }
-    st.buckets += buckets.size();
+    std::uint64_t n_buckets = buckets.size();
 
     const auto renamings = input_renamings(o);
     // Float test inputs for confirmation.
@@ -250,17 +251,14 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     std::atomic<std::size_t> next{0}, done{0};
     std::atomic<std::uint64_t> n_cand{0}, n_conf{0}, n_dec{0}, n_ci{0}, n_co{0};
     unsigned nt = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-    // A team's process takes the buckets at its rank modulo the team's size.
-    const std::size_t rank = team ? static_cast<std::size_t>(team->rank()) : 0;
-    const std::size_t procs = team ? static_cast<std::size_t>(team->size()) : 1;
-    const std::size_t first = first_of_share(0, rank, procs);
-    const std::size_t my_buckets = buckets.size() > first ? (buckets.size() - first + procs - 1) / procs : 0;
+    // A team's process holds the buckets of its fingerprint range, whole
+    // (shuffle_to_owners), and pairs them all.
     std::exception_ptr failure;
     std::atomic<bool> failed{false};
     std::mutex fm;
     auto work = [&] {
         try {
-            for (std::size_t bi; (bi = first + next.fetch_add(1) * procs) < buckets.size(); done.fetch_add(1)) {
+            for (std::size_t bi; (bi = next.fetch_add(1)) < buckets.size(); done.fetch_add(1)) {
                 auto [lo, hi] = buckets[bi];
                 // Graphs ordered by structure, not by record index: the record
                 // order depends on thread scheduling, and the pair kept by the
@@ -378,65 +376,93 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         std::vector<std::jthread> ts;
         for (unsigned i = 0; i < nt; ++i) ts.emplace_back(work);
         if (progress)
-            while (done.load() < my_buckets && !failed) {
-                progress("confirm", done.load() * procs, buckets.size());
+            while (done.load() < buckets.size() && !failed) {
+                progress("confirm", done.load(), buckets.size());
                 std::this_thread::sleep_for(std::chrono::milliseconds(200));
             }
     }
-    if (team) {  // every process's survivors and counts
+    // Renaming: global, in a deterministic order (buckets sorted by
+    // fingerprint; a team's processes in rank order, which is fingerprint
+    // order): the first pair of each renaming class is kept.
+    if (progress) progress("rename", 0, 1);
+    std::vector<pair> ps;
+    std::unordered_set<std::uint64_t> renamed_here;
+    auto& renamed = renamed_so_far ? *renamed_so_far : renamed_here;
+    if (!team) {
+        if (failure) std::rethrow_exception(failure);
+        for (auto& b : per_bucket) {
+            for (auto& k : b)
+                if (renamed.insert(k.renaming).second)
+                    ps.push_back(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
+            std::vector<kept>().swap(b);
+        }
+    } else {
+        // Every process's counts and renaming keys (and failure, if any)
+        // first: each process then knows which of its pairs the team keeps
+        // and sends only those, as graphs.
+        const auto rank = static_cast<std::size_t>(team->rank());
         byte_writer w;
         w.failure(failure);
-        for (auto n : {n_cand.load(), n_conf.load(), n_dec.load(), n_ci.load(), n_co.load()}) w.pod(n);
-        for (std::size_t bi = first; bi < buckets.size(); bi += procs) {
-            w.pod<std::uint64_t>(per_bucket[bi].size());
-            for (const auto& k : per_bucket[bi]) {
-                w.pod(k.a);
-                w.pod(k.b);
-                w.pod(k.renaming);
-                w.pod<std::uint64_t>(k.perm.size());
-                for (int x : k.perm) w.pod(x);
-            }
-        }
+        for (auto n : {n_fp, n_buckets, n_cand.load(), n_conf.load(), n_dec.load(), n_ci.load(), n_co.load()}) w.pod(n);
+        std::uint64_t mine = 0;
+        for (const auto& b : per_bucket) mine += b.size();
+        w.pod(mine);
+        for (const auto& b : per_bucket)
+            for (const auto& k : b) w.pod(k.renaming);
         auto all = team->all_gather(w.out);
         std::string team_failure;
-        std::uint64_t sums[5] = {};
+        std::uint64_t sums[7] = {};
+        std::vector<char> keep_mine;
         for (std::size_t q = 0; q < all.size(); ++q) {
             byte_reader rd{all[q]};
             rd.failure(q, team_failure);
             if (!team_failure.empty()) continue;
             for (auto& n : sums) n += rd.pod<std::uint64_t>();
-            for (std::size_t bi = first_of_share(0, q, procs); bi < buckets.size(); bi += procs) {
-                std::vector<kept> got(rd.pod<std::uint64_t>());
-                for (auto& k : got) {
-                    k.a = rd.pod<std::uint32_t>();
-                    k.b = rd.pod<std::uint32_t>();
-                    k.renaming = rd.pod<std::uint64_t>();
-                    k.perm.resize(rd.pod<std::uint64_t>());
-                    for (int& x : k.perm) x = rd.pod<int>();
-                }
-                if (q != rank) per_bucket[bi] = std::move(got);
+            const auto n = rd.pod<std::uint64_t>();
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const bool first = renamed.insert(rd.pod<std::uint64_t>()).second;
+                if (q == rank) keep_mine.push_back(first);
             }
         }
         if (!team_failure.empty()) throw team_error(team_failure);
-        n_cand = sums[0], n_conf = sums[1], n_dec = sums[2], n_ci = sums[3], n_co = sums[4];
+        n_fp = sums[0];
+        n_buckets = sums[1];
+        n_cand = sums[2], n_conf = sums[3], n_dec = sums[4], n_ci = sums[5], n_co = sums[6];
+        byte_writer pw;
+        std::size_t at = 0;
+        for (auto& b : per_bucket) {
+            for (const auto& k : b)
+                if (keep_mine[at++]) {
+                    write_record(pw, e, e.graphs[k.a]);
+                    write_record(pw, e, e.graphs[k.b]);
+                    pw.pod<std::uint64_t>(k.perm.size());
+                    for (int x : k.perm) pw.pod(x);
+                }
+            std::vector<kept>().swap(b);
+        }
+        auto kept_pairs = team->all_gather(pw.out);
+        std::string().swap(pw.out);
+        enumeration store;
+        store.input_hashes = e.input_hashes;
+        for (std::size_t q = 0; q < kept_pairs.size(); ++q) {
+            byte_reader rd{kept_pairs[q]};
+            while (!rd.in.empty()) {
+                const graph_rec a = read_record(rd, store, static_cast<std::uint8_t>(q));
+                const graph_rec b = read_record(rd, store, static_cast<std::uint8_t>(q));
+                std::vector<int> perm(rd.pod<std::uint64_t>());
+                for (int& x : perm) x = rd.pod<int>();
+                ps.push_back(pair{materialize(store, a, o), materialize(store, b, o), std::move(perm)});
+            }
+            std::string().swap(kept_pairs[q]);
+        }
     }
-    if (failure) std::rethrow_exception(failure);
+    st.fingerprints += n_fp;
+    st.buckets += n_buckets;
     st.candidates += n_cand;
     st.confirmed += n_conf;
     st.after_decomposition += n_dec;
     st.after_common_inputs += n_ci;
     st.after_common_outputs += n_co;
-    // Renaming: global, in a deterministic order (buckets sorted by fingerprint).
-    if (progress) progress("rename", 0, 1);
-    std::vector<pair> ps;
-    std::unordered_set<std::uint64_t> renamed_here;
-    auto& renamed = renamed_so_far ? *renamed_so_far : renamed_here;
-    for (auto& b : per_bucket) {
-        for (auto& k : b)
-            if (renamed.insert(k.renaming).second)
-                ps.push_back(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
-        std::vector<kept>().swap(b);
-    }
     st.after_renaming += ps.size();
     std::erase_if(ps, [](const pair& p) { return (p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars); });
     st.with_direction += ps.size();

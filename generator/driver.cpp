@@ -131,6 +131,16 @@ oriented orient(const pair& p) {
 
 }  // namespace
 
+namespace {
+// How much longer the slowest process took than the mean (1: balanced).
+double slowest_over_mean(const std::vector<double>& seconds) {
+    double total = 0, slowest = 0;
+    for (double t : seconds) total += t, slowest = std::max(slowest, t);
+    const double mean = total / static_cast<double>(seconds.size());
+    return mean > 0 ? slowest / mean : 1.0;
+}
+}  // namespace
+
 std::string run_result::summary_text() const {
     std::ostringstream s;
     s << "graphs enumerated: " << st.graphs << " (DFS nodes " << st.dfs_nodes << ")\n"
@@ -156,14 +166,18 @@ std::string run_result::summary_text() const {
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
+    if (resumed_partitions)
+        s << "resumed from the checkpoint: the candidates of " << resumed_partitions << " fingerprint partition(s), not enumerated again\n";
     if (resumed) s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates\n";
     if (!rank_seconds.empty()) {
-        double total = 0, slowest = 0;
-        for (double t : rank_seconds) total += t, slowest = std::max(slowest, t);
-        const double mean = total / static_cast<double>(rank_seconds.size());
         s << "processes: " << rank_seconds.size() << ", verification seconds per process:";
         for (double t : rank_seconds) s << ' ' << seconds_text(t);
-        s << " (slowest " << (mean > 0 ? slowest / mean : 1.0) << "x the mean)\n";
+        s << " (slowest " << slowest_over_mean(rank_seconds) << "x the mean)\n";
+    }
+    if (!rank_enumerate_seconds.empty()) {
+        s << "enumeration seconds per process (its own subtrees):";
+        for (double t : rank_enumerate_seconds) s << ' ' << seconds_text(t);
+        s << " (slowest " << slowest_over_mean(rank_enumerate_seconds) << "x the mean)\n";
     }
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
@@ -214,7 +228,9 @@ std::string run_result::summary_json() const {
                     {"z3_other_seconds", z3_other_seconds},
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
                     {"process_seconds", rank_seconds},
+                    {"process_enumerate_seconds", rank_enumerate_seconds},
                     {"resumed_candidates", resumed},
+                    {"resumed_partitions", resumed_partitions},
                     {"disconnected_sources", disconnected_sources},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -247,19 +263,107 @@ run_result run(const run_config& c) {
         into.peak_kib = std::max(into.peak_kib, p.peak_kib);
     };
     const unsigned parts = c.o.partitions;
-    for (unsigned k = 0; k < parts; ++k) {
+    // owner_of and the records' pool index (one per sending process)
+    if (procs > 255 || static_cast<std::uint64_t>(parts) * procs > (1ull << 31))
+        throw error("tsopt-gen-mpi: " + std::to_string(procs) + " processes" +
+                    (parts > 1 ? " x " + std::to_string(parts) + " partitions" : std::string()) +
+                    ": at most 255 processes, and processes x partitions at most 2^31");
+    double enumerate_seconds = 0;  // this process's own subtrees
+    // --checkpoint: the candidates of the fingerprint partitions finished
+    // so far go to FILE.candidates, rewritten atomically after each; a run
+    // that finds it enumerates and pairs only the partitions after them.
+    const std::string candidates_file = c.checkpoint.empty() ? std::string() : c.checkpoint + ".candidates";
+    const std::string candidates_magic = "tsopt-gen candidates 1";
+    const std::string candidates_identity = [&] {
+        std::ostringstream id;
+        id << "spec " << r.spec_hash << ", max-ops " << c.o.max_ops << ", max-outputs " << c.o.max_outputs << ", ops";
+        for (auto op : c.o.ops) id << ' ' << spec::decl(op).name;
+        id << ", inputs";
+        for (const auto& in : c.o.inputs) {
+            id << ' ' << in.name << ':' << static_cast<int>(in.r) << '[';
+            for (auto d : in.s) id << d << ' ';
+            id << ']';
+        }
+        id << ", seed " << c.o.seed << ", float tests " << c.o.float_tests << ", tolerance " << c.o.tolerance << ", two shapes "
+           << c.o.two_shapes << ", representative " << c.o.representative_params << ", distinct operands " << c.o.distinct_operands
+           << ", distinct values " << c.o.distinct_values << ", all-pairs limit " << c.o.all_pairs_limit << ", partitions " << parts;
+        return id.str();
+    }();
+    unsigned first_part = 0;
+    if (!candidates_file.empty() && std::filesystem::exists(candidates_file)) {
+        try {
+            std::ifstream in(candidates_file, std::ios::binary);
+            std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (!in && !in.eof()) throw error("cannot read it");
+            byte_reader rd{bytes};
+            if (rd.text() != candidates_magic) throw error("not a tsopt-gen candidates checkpoint (version 1)");
+            if (auto id = rd.text(); id != candidates_identity)
+                throw error("it was written by another run (" + id + "); this run: " + candidates_identity +
+                            ". Delete it and " + c.checkpoint + " to start afresh, or resume with the options it was written with");
+            first_part = rd.pod<unsigned>();
+            if (first_part == 0 || first_part > parts) throw error("it holds " + std::to_string(first_part) + " partitions of " + std::to_string(parts));
+            r.st = rd.pod<pipeline_stats>();
+            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) renamed.insert(rd.pod<std::uint64_t>());
+            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
+                mgraph a = read_graph(rd, c.o), b = read_graph(rd, c.o);
+                std::vector<int> perm(rd.pod<std::uint64_t>());
+                if (perm.size() > b.outputs.size()) throw error("a candidate maps more outputs than it has");
+                for (int& x : perm)
+                    if ((x = rd.pod<int>()) < 0 || static_cast<std::size_t>(x) >= b.outputs.size())
+                        throw error("a candidate maps an output it does not have");
+                ps.push_back(pair{std::move(a), std::move(b), std::move(perm)});
+            }
+            if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last candidate");
+        } catch (const error& e) {
+            throw error("--checkpoint " + candidates_file + ": " + e.what());
+        }
+        r.resumed_partitions = first_part;
+    }
+    if (c.team) {  // every process resumes at the same partition (one file, on a shared file system)
+        byte_writer w;
+        w.pod(first_part);
+        for (const auto& bytes : c.team->all_gather(w.out))
+            if (byte_reader{bytes}.pod<unsigned>() != first_part)
+                throw team_error("--checkpoint " + candidates_file + ": the processes resume at different partitions (" +
+                                 std::to_string(first_part) + " here): every rank must read the same file");
+    }
+    auto write_candidates = [&](unsigned done) {
+        byte_writer w;
+        w.text(candidates_magic);
+        w.text(candidates_identity);
+        w.pod(done);
+        w.pod(r.st);
+        w.pod<std::uint64_t>(renamed.size());
+        std::vector<std::uint64_t> keys(renamed.begin(), renamed.end());
+        std::sort(keys.begin(), keys.end());  // the same bytes from every run
+        for (auto k : keys) w.pod(k);
+        w.pod<std::uint64_t>(ps.size());
+        for (const auto& p : ps) {
+            write_graph(w, p.a);
+            write_graph(w, p.b);
+            w.pod<std::uint64_t>(p.perm.size());
+            for (int x : p.perm) w.pod(x);
+        }
+        write_file(candidates_file, w.out);
+    };
+    for (unsigned k = first_part; k < parts; ++k) {
         auto o = c.o;
         o.partition = k;
         std::string tag = parts > 1 ? " [partition " + std::to_string(k + 1) + "/" + std::to_string(parts) + "]" : "";
         rep.begin("enumerate" + tag);
-        // A team's processes exchange pairs as record indices, which must
-        // name the same graphs on every process: the record order of several
-        // threads depends on their scheduling, one thread's does not.
-        auto eo = o;
-        if (c.team) eo.threads = 1;
-        auto e = enumerate(eo, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) {
-            rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t);
-        });
+        // A team's processes draw subtrees from one counter as they finish
+        // the last, then each graph goes to the process owning its fingerprint.
+        auto subtrees = c.team ? c.team->make_counter() : nullptr;
+        const auto started = std::chrono::steady_clock::now();
+        auto e = enumerate(
+            o, [&](std::uint64_t d, std::uint64_t t, std::uint64_t g) { rep.update("subtrees (graphs " + std::to_string(g) + ")", d, t); },
+            subtrees.get());
+        enumerate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (c.team && procs > 1) {  // (one process owns every fingerprint)
+            rep.update("graphs to the processes owning their fingerprints", 0, 1);
+            e = shuffle_to_owners(std::move(e), o, *c.team);
+        }
+        subtrees.reset();
         fold(enumerated, rep.end(std::to_string(e.total_graphs) + " graphs" +
                                  (parts > 1 ? ", " + std::to_string(e.graphs.size()) + " in this partition" : "")));
         rep.begin("confirm+prune" + tag);
@@ -268,9 +372,15 @@ run_result run(const run_config& c) {
         e = enumeration{};  // release the graph store
         ps.insert(ps.end(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
         fold(paired, rep.end(std::to_string(r.st.candidates) + " candidates, " + std::to_string(ps.size()) + " kept"));
+        if (!candidates_file.empty() && rank == 0) write_candidates(k + 1);
     }
     r.phases.push_back(enumerated);
     r.phases.push_back(paired);
+    if (c.team) {  // the balance of the subtrees drawn
+        byte_writer w;
+        w.pod(enumerate_seconds);
+        for (const auto& bytes : c.team->all_gather(w.out)) r.rank_enumerate_seconds.push_back(byte_reader{bytes}.pod<double>());
+    }
 
     // Orientation and patterns of each surviving pair.
     std::vector<rule_patterns> fws(ps.size()), bws(ps.size());

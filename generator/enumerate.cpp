@@ -11,6 +11,7 @@
 //    picks the ready operator of smallest hash satisfies this, so every graph
 //    is still reached; most of its other orders are not.
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
@@ -738,7 +739,7 @@ struct worker {
 
 }  // namespace
 
-enumeration enumerate(const options& o, const progress_fn& progress) {
+enumeration enumerate(const options& o, const progress_fn& progress, process_team::counter* items) {
     if (o.max_ops < 1 || o.max_ops > max_graph_ops) throw error("generator: max_ops must be within 1.." + std::to_string(max_graph_ops));
     if (o.inputs.size() > 16) throw error("generator: at most 16 input tensors");
     if (o.partitions < 1 || o.partition >= o.partitions) throw error("generator: partition must be within 0..partitions-1");
@@ -750,59 +751,134 @@ enumeration enumerate(const options& o, const progress_fn& progress) {
     std::vector<std::vector<graph_rec>> recs(nt + 1);
     state root(o);
     e.input_hashes = root.vh;
-    // Trivial graphs: one or more inputs as the outputs (targets of rules
-    // such as split(concat(x, y)) => x, y).
-    int I = static_cast<int>(o.inputs.size());
-    for (std::uint32_t m = 1; m < (1u << I); ++m) {
-        int pc = std::popcount(m);
-        if (pc > o.max_outputs) continue;
-        std::vector<std::uint64_t> hs;
-        for (int i = 0; i < I; ++i)
-            if (m >> i & 1) hs.push_back(e.input_hashes[static_cast<std::size_t>(i)]);
-        graph_rec r;
-        r.fp = fingerprint(hs);
-        r.trivial = static_cast<std::uint16_t>(m);
-        r.pool = static_cast<std::uint8_t>(nt);
-        ++e.total_graphs;
-        if (!in_partition(o, r.fp)) continue;
-        recs[nt].push_back(r);
-    }
+    std::atomic<std::uint64_t> graphs{0}, nodes{0}, seen{0};
+    // Work item 0, trivial graphs: one or more inputs as the outputs
+    // (targets of rules such as split(concat(x, y)) => x, y).
+    auto record_inputs_alone = [&] {
+        int I = static_cast<int>(o.inputs.size());
+        for (std::uint32_t m = 1; m < (1u << I); ++m) {
+            int pc = std::popcount(m);
+            if (pc > o.max_outputs) continue;
+            std::vector<std::uint64_t> hs;
+            for (int i = 0; i < I; ++i)
+                if (m >> i & 1) hs.push_back(e.input_hashes[static_cast<std::size_t>(i)]);
+            graph_rec r;
+            r.fp = fingerprint(hs);
+            r.trivial = static_cast<std::uint16_t>(m);
+            r.pool = static_cast<std::uint8_t>(nt);
+            ++seen;
+            if (!in_partition(o, r.fp)) continue;
+            recs[nt].push_back(r);
+        }
+    };
+    // Items 1.. : the subtree below each first-level choice.
     std::vector<choice> top;
     root.candidates(top);
-    std::atomic<std::size_t> next{0}, done{0};
-    std::atomic<std::uint64_t> graphs{0}, nodes{0}, seen{0};
+    const std::size_t total_items = top.size() + 1;
+    // Items go to the workers from a local count or, with a team, through
+    // a queue this thread keeps filled from the team's counter (only this
+    // thread may talk to MPI).
+    std::atomic<std::size_t> next{0}, done{0}, drawn{0};
+    std::atomic<unsigned> finished{0};  // workers
+    std::deque<std::size_t> queue;
+    bool exhausted = false;
+    std::mutex qm;
+    std::condition_variable qcv;
     std::exception_ptr failure;
+    std::atomic<bool> failed{false};  // ends the progress loop: a failed item never counts as done
     std::mutex fail_m;
+    auto claim = [&](std::size_t& item) {
+        if (!items) return (item = next.fetch_add(1)) < total_items;
+        std::unique_lock lk(qm);
+        qcv.wait(lk, [&] { return !queue.empty() || exhausted || failed; });
+        if (queue.empty() || failed) return false;
+        item = queue.front();
+        queue.pop_front();
+        qcv.notify_all();
+        return true;
+    };
     auto run = [&](unsigned id) {
         try {
             worker w{state(o), &e.pools[id], &e.hash_pools[id], &recs[id], static_cast<std::uint8_t>(id), 0, &graphs};
-            for (std::size_t i; (i = next.fetch_add(1)) < top.size();) {
-                if (w.st.push(top[i])) {
+            for (std::size_t item; claim(item); done.fetch_add(1)) {
+                if (item == 0) {
+                    record_inputs_alone();
+                } else if (w.st.push(top[item - 1])) {
                     w.record();
                     w.dfs();
                     w.st.pop();
                 }
-                done.fetch_add(1);
             }
             nodes += w.nodes;
             seen += w.seen;
         } catch (...) {
             std::lock_guard lk(fail_m);
             failure = std::current_exception();
-            next = top.size();
+            next = total_items;
+            {
+                std::lock_guard q(qm);  // a worker between its check and its wait still sees it
+                failed = true;
+            }
+            qcv.notify_all();
         }
+        finished.fetch_add(1);
     };
     {
         std::vector<std::jthread> ts;
         for (unsigned i = 0; i < nt; ++i) ts.emplace_back(run, i);
-        if (progress)
-            while (done.load() < top.size()) {
-                progress(done.load(), top.size(), graphs.load());
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto last_report = std::chrono::steady_clock::now();
+        auto report = [&] {
+            if (!progress || std::chrono::steady_clock::now() - last_report < std::chrono::milliseconds(200)) return;
+            last_report = std::chrono::steady_clock::now();
+            progress(items ? drawn.load() : done.load(), total_items, graphs.load());
+        };
+        if (items) {
+            // One item waiting per worker: a worker that finishes takes the
+            // next at once, and no process holds items another could walk.
+            for (;;) {
+                {
+                    std::unique_lock lk(qm);
+                    qcv.wait_for(lk, std::chrono::milliseconds(50), [&] { return queue.size() < nt || failed; });
+                    if (failed) break;
+                    if (queue.size() >= nt) {
+                        lk.unlock();
+                        report();
+                        continue;
+                    }
+                }
+                std::uint64_t item = 0;
+                try {
+                    item = items->fetch_add(1);
+                } catch (...) {  // the workers must not wait for items that never come
+                    {
+                        std::lock_guard lk(fail_m);
+                        failure = std::current_exception();
+                    }
+                    {
+                        std::lock_guard q(qm);
+                        failed = true;
+                    }
+                    qcv.notify_all();
+                    break;
+                }
+                std::lock_guard lk(qm);
+                if (item >= total_items) {
+                    exhausted = true;
+                    qcv.notify_all();
+                    break;
+                }
+                queue.push_back(static_cast<std::size_t>(item));
+                drawn = static_cast<std::size_t>(item) + 1;
+                qcv.notify_all();
             }
+        }
+        while (progress && finished.load() < nt) {
+            report();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     }
     if (failure) std::rethrow_exception(failure);
-    if (progress) progress(top.size(), top.size(), graphs.load());
+    if (progress) progress(total_items, total_items, graphs.load());
     std::size_t total = 0;
     for (auto& r : recs) total += r.size();
     e.graphs.reserve(total);
@@ -911,6 +987,15 @@ mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const option
         for (std::size_t t = 0; t < g.hash.size(); ++t)
             g.hash[t] = combine(g.hash[t], ok ? tensor_hash(v2[t]) : 0xdeadull);
     }
+    return g;
+}
+
+mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, std::vector<std::uint64_t> hashes, const options& o) {
+    mgraph g = build_structure(ops, trivial, o);
+    if (hashes.size() != g.shapes.size())
+        throw error("generator: a stored graph has " + std::to_string(hashes.size()) + " value hashes for " +
+                    std::to_string(g.shapes.size()) + " tensors");
+    g.hash = std::move(hashes);
     return g;
 }
 

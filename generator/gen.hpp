@@ -173,13 +173,35 @@ using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total, 
 // `param`: stride 1, same padding, axes 0 and 1; every value of others.
 bool representative_value(std::string_view param, std::int32_t v);
 
-enumeration enumerate(const options& o, const progress_fn& progress = {});
+// The work items are the graphs of inputs alone and the subtrees below each
+// first-level choice. With `items`, a team's counter, this process walks
+// the items it draws from it (its calling thread draws them as its workers
+// need them), and its graphs then go to the processes owning their
+// fingerprints (shuffle_to_owners); without, every item.
+enumeration enumerate(const options& o, const progress_fn& progress = {}, process_team::counter* items = nullptr);
 
 // Rebuilds a record (modp hashes as the enumeration computed them).
 mgraph materialize(const enumeration& e, const graph_rec& g, const options& o);
+
+// A record with its operators, parameter values and value hashes as bytes
+// (one process's interned parameter ids mean nothing to another), and back:
+// read_record appends it to pool `pool` of `into`.
+void write_record(byte_writer& w, const enumeration& e, const graph_rec& r);
+graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool);
+// A graph with its operators, parameter values and value hashes as bytes
+// (the candidates of finished partitions in a checkpoint), and back.
+void write_graph(byte_writer& w, const mgraph& g);
+mgraph read_graph(byte_reader& in, const options& o);
+// A team's enumerations, each of the subtrees its process drew, become
+// each process's enumeration of the graphs whose fingerprints it owns
+// (owner_of): every bucket on one process, whole, and the processes'
+// buckets in rank order in fingerprint order. Counts are the team's.
+enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& team);
 // Builds a graph from its operators (modp hashes by evaluating it on the
 // fingerprint input set).
 mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o);
+// ... with the value hashes given (every tensor's: as materialize computed them).
+mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, std::vector<std::uint64_t> hashes, const options& o);
 
 // Fixed random inputs shared by enumeration and materialization (`second`:
 // at the second shape configuration).
@@ -219,7 +241,8 @@ struct pipeline_stats {
 // Adds its counts to `st`. `renamed` holds the renaming keys kept so far: a
 // fingerprint-partitioned run passes the same set to every partition, so a
 // pair equal up to renaming to one of an earlier partition is pruned too.
-// With a team, each process confirms and prunes its share of the buckets and
+// With a team, `e` holds the graphs of this process's fingerprint range
+// (shuffle_to_owners): each process confirms and prunes its buckets, and
 // every process returns the same survivors.
 std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
                              const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {},
@@ -497,7 +520,9 @@ struct run_result {
     // With a team: each process's seconds of verification work (its share of
     // the passes, not the waits in exchanges), in rank order.
     std::vector<double> rank_seconds;
+    std::vector<double> rank_enumerate_seconds;  // each process's walk of its subtrees
     std::uint64_t resumed = 0;  // candidates whose outcomes came from the checkpoint
+    unsigned resumed_partitions = 0;  // fingerprint partitions whose candidates came from the checkpoint
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;

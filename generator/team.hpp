@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,11 +15,14 @@
 
 namespace tsopt::gen {
 
-// Every process enumerates the same graphs; the work of pairing and
-// verification is dealt between the processes by position and each step's
-// outcomes are exchanged, so that every process holds the same state after
-// each step (the rule base included) and the outcomes are those of one
-// process alone. Process 0 writes the files.
+// The processes walk different subtrees of the enumeration, drawn from a
+// shared counter as each finishes the last; each graph goes
+// to the process that owns its fingerprint's range (all_to_all), which
+// pairs, confirms and prunes its buckets; the surviving pairs are gathered
+// to every process. The verification is dealt between the processes by
+// position and each step's outcomes are exchanged, so that every process
+// holds the same state after each step (the rule base included) and the
+// outcomes are those of one process alone. Process 0 writes the files.
 class process_team {
 public:
     virtual ~process_team() = default;
@@ -26,6 +30,19 @@ public:
     virtual int size() const = 0;
     // Collective: every process's bytes, in rank order, on every process.
     virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+    // Collective: `to_each[q]` goes to process q; returns what each process
+    // sent this one, in rank order.
+    virtual std::vector<std::string> all_to_all(std::vector<std::string> to_each) = 0;
+    // Collective: a counter every process draws work from, first come first
+    // served (the enumeration's subtrees), starting at 0. Destroyed
+    // collectively too.
+    class counter {
+    public:
+        virtual ~counter() = default;
+        // The value before adding n (from one thread of a process at a time).
+        virtual std::uint64_t fetch_add(std::uint64_t n) = 0;
+    };
+    virtual std::unique_ptr<counter> make_counter() = 0;
 };
 // An error every process of the team raised at the same step (a failure one
 // of them reported in an exchange): no process waits for the others.
@@ -80,6 +97,14 @@ struct byte_reader {
         if (auto why = text(); !why.empty() && first.empty()) first = "process " + std::to_string(process) + ": " + why;
     }
 };
+
+// The process that owns a fingerprint within fingerprint partition
+// `partition` of `partitions` (options::partitions): the partition's range
+// cut into `procs` equal ranges, in fingerprint order, so that the
+// processes' buckets in rank order are the buckets in fingerprint order.
+inline unsigned owner_of(std::uint64_t fp, unsigned partition, unsigned partitions, unsigned procs) {
+    return static_cast<unsigned>(((fp >> 32) * (static_cast<std::uint64_t>(partitions) * procs)) >> 32) - partition * procs;
+}
 
 // This process's share of positions [b, e) of a list: those equal to its
 // rank modulo the team's size (all of them without a team).

@@ -5,8 +5,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <string>
 #include <vector>
@@ -39,31 +42,111 @@ public:
     int size() const override { return size_; }
 
     std::vector<std::string> all_gather(const std::string& mine) override {
-        if (mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-            throw error("tsopt-gen-mpi: an exchange of " + std::to_string(mine.size()) + " bytes is over MPI's int count");
-        int n = static_cast<int>(mine.size());
-        std::vector<int> counts(static_cast<std::size_t>(size_)), offsets(static_cast<std::size_t>(size_));
+        const auto procs = static_cast<std::size_t>(size_);
+        std::uint64_t n = mine.size();
+        std::vector<std::uint64_t> sizes(procs);
         MPI_Request req;
-        check(MPI_Iallgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD, &req), "MPI_Iallgather");
+        check(MPI_Iallgather(&n, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req), "MPI_Iallgather");
         wait(req, "MPI_Iallgather");
-        long long total = 0;
-        for (int q = 0; q < size_; ++q) {
-            offsets[static_cast<std::size_t>(q)] = static_cast<int>(total);
-            total += counts[static_cast<std::size_t>(q)];
+        std::uint64_t total = 0;
+        for (auto k : sizes) total += k;
+        // Past MPI's int counts (the graphs gathered at N=5): the same bytes
+        // to every process, point to point in pieces. Every rank sees the
+        // same sizes, so every rank takes the same branch.
+        if (total > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+            return all_to_all(std::vector<std::string>(procs, mine));
+        std::vector<int> counts(procs), offsets(procs);
+        for (std::size_t q = 0, at = 0; q < procs; at += sizes[q], ++q) {
+            counts[q] = static_cast<int>(sizes[q]);
+            offsets[q] = static_cast<int>(at);
         }
-        if (total > std::numeric_limits<int>::max())
-            throw error("tsopt-gen-mpi: an exchange of " + std::to_string(total) + " bytes in all is over MPI's int count");
         std::string all(static_cast<std::size_t>(total), '\0');
-        check(MPI_Iallgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD,
-                             &req),
+        check(MPI_Iallgatherv(mine.data(), static_cast<int>(n), MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
+                              MPI_COMM_WORLD, &req),
               "MPI_Iallgatherv");
         wait(req, "MPI_Iallgatherv");
         std::vector<std::string> out;
-        for (int q = 0; q < size_; ++q)
-            out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(q)]),
-                                     static_cast<std::size_t>(counts[static_cast<std::size_t>(q)])));
+        for (std::size_t q = 0; q < procs; ++q)
+            out.push_back(all.substr(static_cast<std::size_t>(offsets[q]), static_cast<std::size_t>(counts[q])));
         return out;
     }
+
+    std::vector<std::string> all_to_all(std::vector<std::string> to_each) override {
+        const auto procs = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
+        if (to_each.size() != procs)
+            throw error("tsopt-gen-mpi: all_to_all given " + std::to_string(to_each.size()) + " messages for " + std::to_string(procs) + " ranks");
+        std::vector<std::uint64_t> send_n(procs), recv_n(procs);
+        for (std::size_t q = 0; q < procs; ++q) send_n[q] = to_each[q].size();
+        MPI_Request req;
+        check(MPI_Ialltoall(send_n.data(), 1, MPI_UINT64_T, recv_n.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req), "MPI_Ialltoall");
+        wait(req, "MPI_Ialltoall");
+        std::vector<std::string> from(procs);
+        from[me] = std::move(to_each[me]);
+        // Every message in pieces within MPI's int count, all posted at once
+        // (a piece's tag is its index: pieces between two ranks arrive in order anyway).
+        constexpr std::uint64_t piece = 1ull << 30;
+        std::vector<MPI_Request> reqs;
+        auto post = [&](std::size_t q, bool receive) {
+            if (q == me) return;
+            const std::uint64_t n = receive ? recv_n[q] : send_n[q];
+            if (receive) from[q].resize(n);
+            for (std::uint64_t off = 0, k = 0; off < n; off += piece, ++k) {
+                const int len = static_cast<int>(std::min(piece, n - off)), tag = static_cast<int>(k % 30000);
+                reqs.emplace_back();
+                if (receive)
+                    check(MPI_Irecv(from[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()), "MPI_Irecv");
+                else
+                    check(MPI_Isend(to_each[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()),
+                          "MPI_Isend");
+            }
+        };
+        for (std::size_t q = 0; q < procs; ++q) post(q, true);
+        for (std::size_t q = 0; q < procs; ++q) post(q, false);
+        for (auto& r : reqs) wait(r, "the all-to-all exchange");
+        return from;
+    }
+
+    // An MPI window of one 64-bit integer on rank 0, added to atomically
+    // (MPI_Fetch_and_op) under a passive-target lock held for its lifetime.
+    class mpi_counter final : public counter {
+    public:
+        mpi_counter() {
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            const MPI_Aint bytes = rank == 0 ? sizeof(std::uint64_t) : 0;
+            check(MPI_Win_allocate(bytes, sizeof(std::uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base_, &win_), "MPI_Win_allocate");
+            if (rank == 0) *static_cast<std::uint64_t*>(base_) = 0;
+            barrier();  // rank 0's zero is written before anyone adds
+            check(MPI_Win_lock_all(0, win_), "MPI_Win_lock_all");
+        }
+        mpi_counter(const mpi_counter&) = delete;
+        mpi_counter& operator=(const mpi_counter&) = delete;
+        ~mpi_counter() override {
+            MPI_Win_unlock_all(win_);
+            // MPI_Win_free synchronizes and spins: meet first, sleeping between polls.
+            try {
+                barrier();
+            } catch (const error&) {
+            }
+            MPI_Win_free(&win_);
+        }
+        std::uint64_t fetch_add(std::uint64_t n) override {
+            std::uint64_t before = 0;
+            check(MPI_Fetch_and_op(&n, &before, MPI_UINT64_T, 0, 0, MPI_SUM, win_), "MPI_Fetch_and_op");
+            check(MPI_Win_flush(0, win_), "MPI_Win_flush");
+            return before;
+        }
+
+    private:
+        static void barrier() {
+            MPI_Request req;
+            check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+            wait(req, "MPI_Ibarrier");
+        }
+        void* base_ = nullptr;
+        MPI_Win win_ = MPI_WIN_NULL;
+    };
+    std::unique_ptr<counter> make_counter() override { return std::make_unique<mpi_counter>(); }
 
     // Ends every rank: for an error only this rank knows of, where the others
     // would wait in the next exchange forever.

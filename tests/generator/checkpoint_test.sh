@@ -1,9 +1,11 @@
 #!/bin/sh
 # --checkpoint (issue #22): a run killed during verification and started
-# again with the same checkpoint resumes after the chunks it holds and ends
-# with the listing and header of an uninterrupted run; so does one over MPI
-# ranks (when tsopt-gen-mpi is given). A checkpoint from other options, a
-# corrupt one, and --reuse-solver are refused by name.
+# again with the same checkpoint resumes after the chunks it holds, without
+# enumerating and pairing again (FILE.candidates), and ends with the listing
+# and header of an uninterrupted run; so does one over MPI ranks (when
+# tsopt-gen-mpi is given), and one killed between two fingerprint
+# partitions. A checkpoint from other options, a corrupt one (of either
+# file), and --reuse-solver are refused by name.
 # usage: checkpoint_test.sh TSOPT_GEN [TSOPT_GEN_MPI MPIRUN]
 gen="$1"; genmpi="$2"; mpirun="$3"
 dir=$(mktemp -d) || exit 1
@@ -26,12 +28,16 @@ kill_after_checkpoint() {
   [ -s "$ck" ] || { echo "FAIL: no checkpoint was written before the run ended"; exit 1; }
   [ $rc -ne 0 ] || { echo "FAIL: the run ended (exit 0) before it was killed: the test would prove nothing"; exit 1; }
 }
-resumed() {  # resumed TAG WHAT: the resumed run's output equals the uninterrupted one
-  grep -q '"resumed_candidates": [1-9]' "$dir/$1.json" || { echo "FAIL: $2: the summary does not say it resumed"; fail=1; }
+same_as_ref() {  # same_as_ref TAG WHAT
   for f in txt hpp; do
     if cmp -s "$dir/ref.$f" "$dir/$1.$f"; then echo "ok: .$f identical: $2"
     else echo "FAIL: .$f differs: $2"; diff "$dir/ref.$f" "$dir/$1.$f" | head -10; fail=1; fi
   done
+}
+resumed() {  # resumed TAG WHAT: the resumed run's output equals the uninterrupted one
+  grep -q '"resumed_candidates": [1-9]' "$dir/$1.json" || { echo "FAIL: $2: the summary does not say it resumed"; fail=1; }
+  grep -q '"resumed_partitions": 1' "$dir/$1.json" || { echo "FAIL: $2: the candidates were enumerated again"; fail=1; }
+  same_as_ref "$1" "$2"
 }
 kill_after_checkpoint "$dir/one.ck" 9 "$gen" $args --checkpoint "$dir/one.ck" --checkpoint-every-s 0 --listing "$dir/killed.txt"
 [ -e "$dir/killed.txt" ] && { echo "FAIL: the killed run wrote a listing"; fail=1; }
@@ -50,6 +56,16 @@ expect_error "a checkpoint of other options" "written by another run" "$gen" $ar
 head -c 100 "$dir/one.ck" > "$dir/cut.ck"
 expect_error "a truncated checkpoint" "--checkpoint $dir/cut.ck" "$gen" $args --checkpoint "$dir/cut.ck"
 expect_error "--reuse-solver" "--checkpoint with --reuse-solver" "$gen" $args --reuse-solver --checkpoint "$dir/r.ck"
+head -c 300 "$dir/one.ck.candidates" > "$dir/cutc.ck.candidates"
+expect_error "a truncated candidates checkpoint" "--checkpoint $dir/cutc.ck.candidates" "$gen" $args --checkpoint "$dir/cutc.ck"
+# Killed once the first of 4 fingerprint partitions is paired (the
+# verification checkpoint may not exist yet): the resumed run pairs only the
+# partitions after those the file holds.
+kill_after_checkpoint "$dir/p.ck.candidates" 9 "$gen" $args --partitions 4 --checkpoint "$dir/p.ck" --listing "$dir/pkilled.txt"
+"$gen" $args --partitions 4 --checkpoint "$dir/p.ck" --listing "$dir/p.txt" --header "$dir/p.hpp" --summary "$dir/p.json" ||
+  { echo "FAIL: the run resumed between partitions exited $?"; exit 1; }
+grep -q '"resumed_partitions": [1-4]' "$dir/p.json" || { echo "FAIL: --partitions 4: the summary does not say partitions were resumed"; fail=1; }
+same_as_ref p "tsopt-gen --partitions 4 killed (SIGKILL) after a partition, then resumed"
 if [ -n "$genmpi" ]; then
   kill_after_checkpoint "$dir/mpi.ck" TERM env ASAN_OPTIONS="$mpi_asan" "$mpirun" --oversubscribe -np 2 "$genmpi" $args \
     --checkpoint "$dir/mpi.ck" --checkpoint-every-s 0

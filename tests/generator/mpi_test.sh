@@ -1,8 +1,10 @@
 #!/bin/sh
-# tsopt-gen-mpi spreads the verification over MPI ranks and must give the
-# single-process listing and header byte for byte (issue #22): 2 and 3 ranks
-# (oversubscribed on this machine), and 2 ranks of 2 threads, against
-# tsopt-gen with 1 thread, and
+# tsopt-gen-mpi spreads the enumeration (each rank its subtrees, each graph
+# then sent to the rank owning its fingerprint), the pairing and the
+# verification over MPI ranks and must give the single-process listing and
+# header byte for byte, and the same counts at every step (issue #22): 2 and
+# 3 ranks (oversubscribed on this machine), 2 ranks of 2 threads, and 2
+# ranks over 2 fingerprint partitions, against tsopt-gen with 1 thread, and
 # --reuse-solver at 2 ranks x 1 thread against 1 process x 2 threads (the
 # queries are dealt to the same workers). A failure on one rank ends every
 # rank with the error, and no listing is written.
@@ -28,7 +30,14 @@ same() {  # same A B WHAT
 }
 single() {  # single TAG ARGS...
   tag=$1; shift
-  "$gen" $args "$@" --listing "$dir/$tag.txt" --header "$dir/$tag.hpp" || { echo "FAIL: tsopt-gen exited $? ($tag)"; exit 1; }
+  "$gen" $args "$@" --listing "$dir/$tag.txt" --header "$dir/$tag.hpp" --summary "$dir/$tag.json" || { echo "FAIL: tsopt-gen exited $? ($tag)"; exit 1; }
+}
+counts() {  # the pipeline's counts in a summary
+  grep -E '^  "(graphs|dfs_nodes|fingerprints|buckets|candidates|confirmed|after_renaming|after_common_inputs|after_common_outputs|with_direction|proven|derived)":' "$dir/$1.json"
+}
+same_counts() {  # same_counts A B WHAT
+  if [ "$(counts "$1")" = "$(counts "$2")" ] && [ -n "$(counts "$1")" ]; then echo "ok: same counts: $3"
+  else echo "FAIL: counts differ: $3"; counts "$1" > "$dir/c1"; counts "$2" > "$dir/c2"; diff "$dir/c1" "$dir/c2"; fail=1; fi
 }
 ranks() {  # ranks TAG NP ARGS...
   tag=$1; np=$2; shift 2
@@ -38,11 +47,20 @@ ranks() {  # ranks TAG NP ARGS...
 single one --threads 1
 ranks two 2
 same one two "mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+same_counts one two "mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
 grep -q '"processes": 2' "$dir/two.json" || { echo "FAIL: the summary does not count 2 processes"; fail=1; }
+tr -d ' \n' < "$dir/two.json" | grep -q '"process_enumerate_seconds":\[[0-9.e+-]*,[0-9.e+-]*\]' ||
+  { echo "FAIL: the summary does not give 2 processes' enumeration seconds"; fail=1; }
 ranks three 3
 same one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
+same_counts one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
 ranks threads 2 --threads 2
 same one threads "mpirun -np 2 tsopt-gen-mpi --threads 2 vs tsopt-gen --threads 1"
+same_counts one threads "mpirun -np 2 tsopt-gen-mpi --threads 2 vs tsopt-gen --threads 1"
+single parts --threads 1 --partitions 2
+ranks parts2 2 --partitions 2
+same parts parts2 "--partitions 2: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+same_counts parts parts2 "--partitions 2: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
 single reuse --threads 2 --reuse-solver
 ranks reuse2 2 --threads 1 --reuse-solver
 same reuse reuse2 "--reuse-solver: 2 ranks x 1 thread vs 1 process x 2 threads"

@@ -1,0 +1,136 @@
+// Graphs as bytes. Between a team's processes (docs/generator.md, "On
+// MPI"): each process walks the enumeration's subtrees it draws, then sends
+// every graph to the process that owns its fingerprint, so that each bucket
+// of equal fingerprints is whole on one process and no process holds every
+// graph. In checkpoints: the candidates of the finished partitions.
+#include "gen.hpp"
+
+namespace tsopt::gen {
+
+namespace {
+void write_op(byte_writer& w, const gop& op) {
+    w.pod(op.kind);
+    w.pod(op.nin);
+    w.pod(op.in);
+    w.pod(op.tie);
+    w.pod(op.tie_dim);
+    w.pod(param_values(op.pidx));
+}
+gop read_op(byte_reader& in) {
+    gop op;
+    op.kind = in.pod<spec::op_kind>();
+    if (static_cast<int>(op.kind) >= spec::op_count)
+        throw error("generator: a stored graph names operator " + std::to_string(static_cast<int>(op.kind)));
+    op.nin = in.pod<std::uint8_t>();
+    op.in = in.pod<decltype(op.in)>();
+    op.tie = in.pod<decltype(op.tie)>();
+    op.tie_dim = in.pod<decltype(op.tie_dim)>();
+    op.pidx = intern_params(in.pod<spec::op_params>());
+    return op;
+}
+}  // namespace
+
+void write_record(byte_writer& w, const enumeration& e, const graph_rec& r) {
+    w.pod(r.fp);
+    w.pod(r.trivial);
+    w.pod(r.nops);
+    std::size_t outputs = 0;
+    for (std::size_t k = 0; k < r.nops; ++k) {
+        const gop& op = e.pools[r.pool][r.off + k];
+        write_op(w, op);
+        outputs += static_cast<std::size_t>(spec::decl(op.kind).num_outputs);
+    }
+    for (std::size_t j = 0; j < outputs; ++j) w.pod(e.hash_pools[r.pool][r.hoff + j]);
+}
+
+void write_graph(byte_writer& w, const mgraph& g) {
+    std::uint16_t trivial = 0;
+    if (g.ops.empty())
+        for (int t : g.outputs) trivial = static_cast<std::uint16_t>(trivial | 1u << t);
+    w.pod(trivial);
+    w.pod(static_cast<std::uint8_t>(g.ops.size()));
+    for (const gop& op : g.ops) write_op(w, op);
+    w.pod<std::uint64_t>(g.hash.size());
+    for (auto h : g.hash) w.pod(h);
+}
+
+mgraph read_graph(byte_reader& in, const options& o) {
+    const auto trivial = in.pod<std::uint16_t>();
+    const auto nops = in.pod<std::uint8_t>();
+    if (nops > max_graph_ops) throw error("generator: a stored graph has " + std::to_string(nops) + " operators");
+    std::vector<gop> ops;
+    std::size_t tensors = o.inputs.size();  // operands must name tensors computed before
+    for (std::size_t k = 0; k < nops; ++k) {
+        const gop op = read_op(in);
+        bool ok = op.nin <= op.in.size();
+        for (std::size_t i = 0; i < op.nin && ok; ++i) ok = op.in[i] < tensors;
+        for (auto t : op.tie) ok = ok && (t == no_tensor || t < tensors);
+        if (!ok) throw error("generator: a stored graph's operator " + std::to_string(k) + " reads a tensor it cannot");
+        tensors += static_cast<std::size_t>(spec::decl(op.kind).num_outputs);
+        ops.push_back(op);
+    }
+    if (nops == 0 && trivial >> o.inputs.size()) throw error("generator: a stored graph outputs inputs it does not have");
+    const auto n = in.pod<std::uint64_t>();
+    if (n > 2u * max_graph_ops + 64) throw error("generator: a stored graph has " + std::to_string(n) + " value hashes");
+    std::vector<std::uint64_t> hashes(n);
+    for (auto& h : hashes) h = in.pod<std::uint64_t>();
+    return materialize(ops, trivial, std::move(hashes), o);
+}
+
+graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool) {
+    if (into.pools.size() <= pool) {
+        into.pools.resize(pool + 1u);
+        into.hash_pools.resize(pool + 1u);
+    }
+    auto& ops = into.pools[pool];
+    auto& hashes = into.hash_pools[pool];
+    graph_rec r;
+    r.fp = in.pod<std::uint64_t>();
+    r.trivial = in.pod<std::uint16_t>();
+    r.nops = in.pod<std::uint8_t>();
+    if (r.nops > max_graph_ops) throw error("generator: a graph record from another process has " + std::to_string(r.nops) + " operators");
+    if (ops.size() + r.nops > 0xffffffffull || hashes.size() + 2u * r.nops > 0xffffffffull)
+        throw error("generator: a process's share of graphs exceeds 2^32 operators");
+    r.pool = pool;
+    r.off = static_cast<std::uint32_t>(ops.size());
+    r.hoff = static_cast<std::uint32_t>(hashes.size());
+    std::size_t outputs = 0;
+    for (std::size_t k = 0; k < r.nops; ++k) {
+        const gop op = read_op(in);
+        ops.push_back(op);
+        outputs += static_cast<std::size_t>(spec::decl(op.kind).num_outputs);
+    }
+    for (std::size_t j = 0; j < outputs; ++j) hashes.push_back(in.pod<std::uint64_t>());
+    return r;
+}
+
+enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& team) {
+    const auto procs = static_cast<unsigned>(team.size());
+    // Every message starts with the sender's counts, so that each process
+    // ends with the team's.
+    std::vector<byte_writer> to(procs);
+    for (auto& w : to) {
+        w.pod(mine.total_graphs);
+        w.pod(mine.dfs_nodes);
+    }
+    for (const graph_rec& r : mine.graphs) write_record(to[owner_of(r.fp, o.partition, o.partitions, procs)], mine, r);
+    std::vector<std::string> out;
+    out.reserve(procs);
+    for (auto& w : to) out.push_back(std::move(w.out));
+    to.clear();
+    const auto input_hashes = std::move(mine.input_hashes);
+    mine = enumeration{};  // this process's own graphs are in `out` now
+    auto from = team.all_to_all(std::move(out));
+    enumeration e;
+    e.input_hashes = input_hashes;
+    for (std::size_t q = 0; q < from.size(); ++q) {
+        byte_reader in{from[q]};
+        e.total_graphs += in.pod<std::uint64_t>();
+        e.dfs_nodes += in.pod<std::uint64_t>();
+        while (!in.in.empty()) e.graphs.push_back(read_record(in, e, static_cast<std::uint8_t>(q)));
+        std::string().swap(from[q]);
+    }
+    return e;
+}
+
+}  // namespace tsopt::gen
