@@ -168,7 +168,9 @@ std::string run_result::summary_text() const {
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
     if (resumed_partitions)
         s << "resumed from the checkpoint: the candidates of " << resumed_partitions << " fingerprint partition(s), not enumerated again\n";
-    if (resumed) s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates\n";
+    if (resumed)
+        s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates"
+          << (resumed_final_pass ? ", and of the final derivation pass" : "") << "\n";
     if (!rank_seconds.empty()) {
         s << "processes: " << rank_seconds.size() << ", verification seconds per process:";
         for (double t : rank_seconds) s << ' ' << seconds_text(t);
@@ -231,6 +233,7 @@ std::string run_result::summary_json() const {
                     {"process_enumerate_seconds", rank_enumerate_seconds},
                     {"resumed_candidates", resumed},
                     {"resumed_partitions", resumed_partitions},
+                    {"resumed_final_pass", resumed_final_pass},
                     {"disconnected_sources", disconnected_sources},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -529,8 +532,9 @@ run_result run(const run_config& c) {
         };
         // --checkpoint: what a checkpoint must agree on to be resumed (the
         // spec, the options that decide outcomes, the candidates in
-        // verification order), and the outcomes of its first `at` positions.
-        const std::string checkpoint_magic = "tsopt-gen checkpoint 1";
+        // verification order), whether the final derivation pass is done,
+        // and the outcomes of its first `at` positions.
+        const std::string checkpoint_magic = "tsopt-gen checkpoint 2";
         const std::string identity = [&] {
             hashing::fnv1a f;
             for (auto i : order) {
@@ -544,10 +548,11 @@ run_result run(const run_config& c) {
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
             return id.str();
         }();
-        auto write_checkpoint = [&](std::size_t at) {
+        auto write_checkpoint = [&](std::size_t at, bool final_pass_done) {
             byte_writer w;
             w.text(checkpoint_magic);
             w.text(identity);
+            w.pod<std::uint8_t>(final_pass_done);
             w.pod<std::uint64_t>(at);
             w.pod<std::uint64_t>(queries_dealt);
             w.pod<std::uint64_t>(at);
@@ -555,17 +560,22 @@ run_result run(const run_config& c) {
             write_file(c.checkpoint, w.out);
         };
         std::size_t resume_at = 0;
+        bool final_pass_done = false;
         if (!c.checkpoint.empty() && std::filesystem::exists(c.checkpoint)) {
             std::ifstream in(c.checkpoint, std::ios::binary);
             std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
             if (!in && !in.eof()) throw error("--checkpoint " + c.checkpoint + ": cannot read it");
             try {
                 byte_reader rd{bytes};
-                if (rd.text() != checkpoint_magic) throw error("not a tsopt-gen checkpoint (version 1)");
+                if (rd.text() != checkpoint_magic) throw error("not a tsopt-gen checkpoint of this version (2)");
                 if (auto id = rd.text(); id != identity)
                     throw error("it was written by another run (" + id + "); this run: " + identity +
                                 ". Delete it to start afresh, or resume with the options it was written with");
+                const auto final_flag = rd.pod<std::uint8_t>();
                 auto at = rd.pod<std::uint64_t>();
+                if (final_flag > 1 || (final_flag && at != ps.size()))
+                    throw error("it marks the final derivation pass done before the last chunk");
+                final_pass_done = final_flag == 1;
                 auto dealt = rd.pod<std::uint64_t>();
                 if (at > ps.size() || (at % chunk != 0 && at != ps.size()))
                     throw error("its position " + std::to_string(at) + " is no chunk boundary of " + std::to_string(ps.size()) +
@@ -587,6 +597,7 @@ run_result run(const run_config& c) {
                         for (auto& er : name_rules(fws[order[k]], bws[order[k]], fw_ok[order[k]], bw_ok[order[k]], "", true))
                             base.add(er.r);
             r.resumed = resume_at;
+            r.resumed_final_pass = final_pass_done;
         }
         if (c.team) {  // every process resumes at the same place (one file, on a shared file system)
             byte_writer w;
@@ -772,7 +783,7 @@ run_result run(const run_config& c) {
                 if (!c.checkpoint.empty() && rank == 0 &&
                     (chunk_end == ps.size() ||
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >= c.checkpoint_every_s)) {
-                    write_checkpoint(chunk_end);
+                    write_checkpoint(chunk_end, false);
                     last_checkpoint = std::chrono::steady_clock::now();
                 }
             }
@@ -782,7 +793,7 @@ run_result run(const run_config& c) {
             // over N=4's thousands of non-proofs and 15,000 rules would take
             // hours). The base no longer changes, so each outcome depends on
             // the candidate alone and the threads share the list.
-            if (c.derive && !failed && team_failure.empty()) {
+            if (c.derive && !failed && team_failure.empty() && !final_pass_done) {
                 std::vector<std::size_t> left;
                 for (std::size_t k = 0; k < ps.size(); ++k)
                     if (status[order[k]] == 1 || status[order[k]] == 2) left.push_back(order[k]);
@@ -802,7 +813,9 @@ run_result run(const run_config& c) {
                     for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
                     work();
                 });
-                exchange(share(0, left.size(), [&](std::size_t j) { return left[j]; }));
+                // Its outcomes kept too: a run killed after it does not redo it.
+                if (exchange(share(0, left.size(), [&](std::size_t j) { return left[j]; })) && !c.checkpoint.empty() && rank == 0)
+                    write_checkpoint(ps.size(), true);
             }
             {
                 std::lock_guard lk(cm);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # --checkpoint (issue #22): a run killed during verification and started
-# again with the same checkpoint resumes after the chunks it holds, without
-# enumerating and pairing again (FILE.candidates), and ends with the listing
+# again with the same checkpoint resumes after the chunks it holds (and the
+# final derivation pass, once done), without enumerating and pairing again
+# (FILE.candidates), and ends with the listing
 # and header of an uninterrupted run; so does one over MPI ranks (when
 # tsopt-gen-mpi is given), and one killed between two fingerprint
 # partitions. A checkpoint from other options, a corrupt one (of either
@@ -44,6 +45,11 @@ kill_after_checkpoint "$dir/one.ck" 9 "$gen" $args --checkpoint "$dir/one.ck" --
 "$gen" $args --checkpoint "$dir/one.ck" --listing "$dir/one.txt" --header "$dir/one.hpp" --summary "$dir/one.json" ||
   { echo "FAIL: the resumed run exited $?"; exit 1; }
 resumed one "tsopt-gen killed (SIGKILL) after a checkpoint, then resumed"
+# That run finished: its checkpoint holds the final derivation pass too.
+"$gen" $args --checkpoint "$dir/one.ck" --listing "$dir/again.txt" --header "$dir/again.hpp" --summary "$dir/again.json" ||
+  { echo "FAIL: the run from a finished checkpoint exited $?"; exit 1; }
+grep -q '"resumed_final_pass": true' "$dir/again.json" || { echo "FAIL: the final derivation pass was not taken from the checkpoint"; fail=1; }
+same_as_ref again "a run from a finished checkpoint (final derivation pass resumed)"
 # Refusals, each naming the problem.
 expect_error() {  # expect_error WHAT PATTERN CMD...
   what=$1; pat=$2; shift 2
