@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -122,6 +123,9 @@ public:
         mpi_counter(const mpi_counter&) = delete;
         mpi_counter& operator=(const mpi_counter&) = delete;
         ~mpi_counter() override {
+            // Unwinding after an error only this rank saw: the others are not
+            // here to meet, and the job ends with MPI_Abort (main.cpp).
+            if (std::uncaught_exceptions() > unwinding_) return;
             MPI_Win_unlock_all(win_);
             // MPI_Win_free synchronizes and spins: meet first, sleeping between polls.
             try {
@@ -145,6 +149,7 @@ public:
         }
         void* base_ = nullptr;
         MPI_Win win_ = MPI_WIN_NULL;
+        int unwinding_ = std::uncaught_exceptions();
     };
     std::unique_ptr<counter> make_counter() override { return std::make_unique<mpi_counter>(); }
 
