@@ -1620,6 +1620,21 @@ private:
             sh->clear_dim();
             for (auto d : it->second) sh->add_dim()->set_dim_value(d);
         }
+        // The dims known before inference: initializers, graph inputs with
+        // every extent given, Constants.
+        std::map<std::string, std::vector<std::int64_t>, std::less<>> known_dims;
+        for (const auto& t : gp->initializer()) known_dims[t.name()] = {t.dims().begin(), t.dims().end()};
+        for (const auto& vi : gp->input()) {
+            if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+            std::vector<std::int64_t> d;
+            for (const auto& e : vi.type().tensor_type().shape().dim())
+                if (e.has_dim_value()) d.push_back(e.dim_value());
+            if (static_cast<int>(d.size()) == vi.type().tensor_type().shape().dim_size()) known_dims.try_emplace(vi.name(), std::move(d));
+        }
+        for (const auto& nd : gp->node())
+            if (nd.op_type() == "Constant" && nd.output_size() == 1)
+                for (const auto& at : nd.attribute())
+                    if (at.name() == "value" && at.has_t()) known_dims[nd.output(0)] = {at.t().dims().begin(), at.t().dims().end()};
         // libonnx's inference functions trust attributes (a zero stride divides
         // by zero, a misspelt kernel_shape reads a missing one); nodes with
         // non-positive window attributes, attributes their schema does not
@@ -1634,6 +1649,28 @@ private:
             if (nd.domain().empty() || nd.domain() == "ai.onnx") {
                 const auto* schema = ::onnx::OpSchemaRegistry::Schema(nd.op_type(), static_cast<int>(opset_), "");
                 bad = bad || (schema ? !schema_violation(nd, *schema).empty() : nd.attribute_size() > 0);
+            }
+            // Without kernel_shape, the convolutions' inference takes the
+            // kernel's size from W and reads a dilation per kernel axis
+            // without comparing the counts: a W of higher rank than the
+            // input read past an empty vector (SIGSEGV on a fuzzer-made
+            // model). Where W's dims are known, kernel_shape (its meaning
+            // when absent) is written out, so the inference compares its
+            // length with the input's spatial rank; a W without spatial axes
+            // is left out.
+            if (const int w = nd.op_type() == "QLinearConv" ? 3 : 1;
+                (nd.domain().empty() || nd.domain() == "ai.onnx") && nd.input_size() > w &&
+                (nd.op_type() == "Conv" || nd.op_type() == "ConvInteger" || nd.op_type() == "ConvTranspose" || nd.op_type() == "QLinearConv") &&
+                std::none_of(nd.attribute().begin(), nd.attribute().end(), [](const auto& at) { return at.name() == "kernel_shape"; })) {
+                if (auto it = known_dims.find(nd.input(w)); it != known_dims.end()) {
+                    if (it->second.size() < 3) bad = true;
+                    else {
+                        auto* ks = nodes->Mutable(i)->add_attribute();
+                        ks->set_name("kernel_shape");
+                        ks->set_type(pb::AttributeProto::INTS);
+                        for (std::size_t k = 2; k < it->second.size(); ++k) ks->add_ints(it->second[k]);
+                    }
+                }
             }
             for (const auto& at : nodes->Get(i).attribute()) {
                 static constexpr std::string_view risky[] = {"strides", "dilations", "kernel_shape", "group", "blocksize", "pads"};
