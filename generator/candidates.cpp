@@ -428,32 +428,19 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         n_fp = sums[0];
         n_buckets = sums[1];
         n_cand = sums[2], n_conf = sums[3], n_dec = sums[4], n_ci = sums[5], n_co = sums[6];
+        // Each process rebuilds the pairs it keeps; every process reads them all.
         byte_writer pw;
         std::size_t at = 0;
         for (auto& b : per_bucket) {
-            for (const auto& k : b)
-                if (keep_mine[at++]) {
-                    write_record(pw, e, e.graphs[k.a]);
-                    write_record(pw, e, e.graphs[k.b]);
-                    pw.pod<std::uint64_t>(k.perm.size());
-                    for (int x : k.perm) pw.pod(x);
-                }
+            for (auto& k : b)
+                if (keep_mine[at++])
+                    write_pair(pw, pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
             std::vector<kept>().swap(b);
         }
-        auto kept_pairs = team->all_gather(pw.out);
-        std::string().swap(pw.out);
-        enumeration store;
-        store.input_hashes = e.input_hashes;
-        for (std::size_t q = 0; q < kept_pairs.size(); ++q) {
-            byte_reader rd{kept_pairs[q]};
-            while (!rd.in.empty()) {
-                const graph_rec a = read_record(rd, store, static_cast<std::uint8_t>(q));
-                const graph_rec b = read_record(rd, store, static_cast<std::uint8_t>(q));
-                std::vector<int> perm(rd.pod<std::uint64_t>());
-                for (int& x : perm) x = rd.pod<int>();
-                ps.push_back(pair{materialize(store, a, o), materialize(store, b, o), std::move(perm)});
-            }
-            std::string().swap(kept_pairs[q]);
+        for (auto& bytes : team->all_gather(pw.out)) {
+            byte_reader rd{bytes};
+            while (!rd.in.empty()) ps.push_back(read_pair(rd, o));
+            std::string().swap(bytes);
         }
     }
     st.fingerprints += n_fp;

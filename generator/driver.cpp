@@ -129,9 +129,6 @@ oriented orient(const pair& p) {
     return o;
 }
 
-}  // namespace
-
-namespace {
 // How much longer the slowest process took than the mean (1: balanced).
 double slowest_over_mean(const std::vector<double>& seconds) {
     double total = 0, slowest = 0;
@@ -307,15 +304,7 @@ run_result run(const run_config& c) {
             if (first_part == 0 || first_part > parts) throw error("it holds " + std::to_string(first_part) + " partitions of " + std::to_string(parts));
             r.st = rd.pod<pipeline_stats>();
             for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) renamed.insert(rd.pod<std::uint64_t>());
-            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) {
-                mgraph a = read_graph(rd, c.o), b = read_graph(rd, c.o);
-                std::vector<int> perm(rd.pod<std::uint64_t>());
-                if (perm.size() > b.outputs.size()) throw error("a candidate maps more outputs than it has");
-                for (int& x : perm)
-                    if ((x = rd.pod<int>()) < 0 || static_cast<std::size_t>(x) >= b.outputs.size())
-                        throw error("a candidate maps an output it does not have");
-                ps.push_back(pair{std::move(a), std::move(b), std::move(perm)});
-            }
+            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) ps.push_back(read_pair(rd, c.o));
             if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last candidate");
         } catch (const error& e) {
             throw error("--checkpoint " + candidates_file + ": " + e.what());
@@ -341,12 +330,7 @@ run_result run(const run_config& c) {
         std::sort(keys.begin(), keys.end());  // the same bytes from every run
         for (auto k : keys) w.pod(k);
         w.pod<std::uint64_t>(ps.size());
-        for (const auto& p : ps) {
-            write_graph(w, p.a);
-            write_graph(w, p.b);
-            w.pod<std::uint64_t>(p.perm.size());
-            for (int x : p.perm) w.pod(x);
-        }
+        for (const auto& p : ps) write_pair(w, p);
         write_file(candidates_file, w.out);
     };
     for (unsigned k = first_part; k < parts; ++k) {

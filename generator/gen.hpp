@@ -183,15 +183,6 @@ enumeration enumerate(const options& o, const progress_fn& progress = {}, proces
 // Rebuilds a record (modp hashes as the enumeration computed them).
 mgraph materialize(const enumeration& e, const graph_rec& g, const options& o);
 
-// A record with its operators, parameter values and value hashes as bytes
-// (one process's interned parameter ids mean nothing to another), and back:
-// read_record appends it to pool `pool` of `into`.
-void write_record(byte_writer& w, const enumeration& e, const graph_rec& r);
-graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool);
-// A graph with its operators, parameter values and value hashes as bytes
-// (the candidates of finished partitions in a checkpoint), and back.
-void write_graph(byte_writer& w, const mgraph& g);
-mgraph read_graph(byte_reader& in, const options& o);
 // A team's enumerations, each of the subtrees its process drew, become
 // each process's enumeration of the graphs whose fingerprints it owns
 // (owner_of): every bucket on one process, whole, and the processes'
@@ -236,6 +227,13 @@ struct pipeline_stats {
     std::uint64_t graphs = 0, dfs_nodes = 0, fingerprints = 0, buckets = 0, candidates = 0, confirmed = 0,
                   after_renaming = 0, after_decomposition = 0, after_common_inputs = 0, after_common_outputs = 0, with_direction = 0;
 };
+
+// A candidate pair as bytes: both graphs with their operators, parameter
+// values and value hashes, and the output correspondence (the surviving
+// pairs gathered to a team's processes; the candidates of finished
+// partitions in a checkpoint), and back.
+void write_pair(byte_writer& w, const pair& p);
+pair read_pair(byte_reader& in, const options& o);
 
 // Phase 3+4: bucket, pair, confirm in floats, prune. Returns the survivors.
 // Adds its counts to `st`. `renamed` holds the renaming keys kept so far: a

@@ -2,7 +2,8 @@
 // MPI"): each process walks the enumeration's subtrees it draws, then sends
 // every graph to the process that owns its fingerprint, so that each bucket
 // of equal fingerprints is whole on one process and no process holds every
-// graph. In checkpoints: the candidates of the finished partitions.
+// graph; the surviving candidate pairs are gathered to every process. In
+// checkpoints: the candidates of the finished partitions.
 #include "gen.hpp"
 
 namespace tsopt::gen {
@@ -28,8 +29,10 @@ gop read_op(byte_reader& in) {
     op.pidx = intern_params(in.pod<spec::op_params>());
     return op;
 }
-}  // namespace
 
+// A record with its operators, parameter values and value hashes as bytes
+// (one process's interned parameter ids mean nothing to another), and back:
+// read_record appends it to pool `pool` of `into`.
 void write_record(byte_writer& w, const enumeration& e, const graph_rec& r) {
     w.pod(r.fp);
     w.pod(r.trivial);
@@ -43,6 +46,35 @@ void write_record(byte_writer& w, const enumeration& e, const graph_rec& r) {
     for (std::size_t j = 0; j < outputs; ++j) w.pod(e.hash_pools[r.pool][r.hoff + j]);
 }
 
+graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool) {
+    if (into.pools.size() <= pool) {
+        into.pools.resize(pool + 1u);
+        into.hash_pools.resize(pool + 1u);
+    }
+    auto& ops = into.pools[pool];
+    auto& hashes = into.hash_pools[pool];
+    graph_rec r;
+    r.fp = in.pod<std::uint64_t>();
+    r.trivial = in.pod<std::uint16_t>();
+    r.nops = in.pod<std::uint8_t>();
+    if (r.nops > max_graph_ops) throw error("generator: a graph record from another process has " + std::to_string(r.nops) + " operators");
+    if (ops.size() + r.nops > 0xffffffffull || hashes.size() + 2u * r.nops > 0xffffffffull)
+        throw error("generator: a process's share of graphs exceeds 2^32 operators");
+    r.pool = pool;
+    r.off = static_cast<std::uint32_t>(ops.size());
+    r.hoff = static_cast<std::uint32_t>(hashes.size());
+    std::size_t outputs = 0;
+    for (std::size_t k = 0; k < r.nops; ++k) {
+        const gop op = read_op(in);
+        ops.push_back(op);
+        outputs += static_cast<std::size_t>(spec::decl(op.kind).num_outputs);
+    }
+    for (std::size_t j = 0; j < outputs; ++j) hashes.push_back(in.pod<std::uint64_t>());
+    return r;
+}
+
+// A materialized graph as bytes: its operators, parameter values and every
+// tensor's value hash (read back without evaluating it).
 void write_graph(byte_writer& w, const mgraph& g) {
     std::uint16_t trivial = 0;
     if (g.ops.empty())
@@ -76,32 +108,23 @@ mgraph read_graph(byte_reader& in, const options& o) {
     for (auto& h : hashes) h = in.pod<std::uint64_t>();
     return materialize(ops, trivial, std::move(hashes), o);
 }
+}  // namespace
 
-graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool) {
-    if (into.pools.size() <= pool) {
-        into.pools.resize(pool + 1u);
-        into.hash_pools.resize(pool + 1u);
-    }
-    auto& ops = into.pools[pool];
-    auto& hashes = into.hash_pools[pool];
-    graph_rec r;
-    r.fp = in.pod<std::uint64_t>();
-    r.trivial = in.pod<std::uint16_t>();
-    r.nops = in.pod<std::uint8_t>();
-    if (r.nops > max_graph_ops) throw error("generator: a graph record from another process has " + std::to_string(r.nops) + " operators");
-    if (ops.size() + r.nops > 0xffffffffull || hashes.size() + 2u * r.nops > 0xffffffffull)
-        throw error("generator: a process's share of graphs exceeds 2^32 operators");
-    r.pool = pool;
-    r.off = static_cast<std::uint32_t>(ops.size());
-    r.hoff = static_cast<std::uint32_t>(hashes.size());
-    std::size_t outputs = 0;
-    for (std::size_t k = 0; k < r.nops; ++k) {
-        const gop op = read_op(in);
-        ops.push_back(op);
-        outputs += static_cast<std::size_t>(spec::decl(op.kind).num_outputs);
-    }
-    for (std::size_t j = 0; j < outputs; ++j) hashes.push_back(in.pod<std::uint64_t>());
-    return r;
+void write_pair(byte_writer& w, const pair& p) {
+    write_graph(w, p.a);
+    write_graph(w, p.b);
+    w.pod<std::uint64_t>(p.perm.size());
+    for (int x : p.perm) w.pod(x);
+}
+
+pair read_pair(byte_reader& in, const options& o) {
+    mgraph a = read_graph(in, o), b = read_graph(in, o);
+    std::vector<int> perm(in.pod<std::uint64_t>());
+    if (perm.size() > b.outputs.size()) throw error("generator: a stored candidate maps more outputs than it has");
+    for (int& x : perm)
+        if ((x = in.pod<int>()) < 0 || static_cast<std::size_t>(x) >= b.outputs.size())
+            throw error("generator: a stored candidate maps an output it does not have");
+    return pair{std::move(a), std::move(b), std::move(perm)};
 }
 
 enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& team) {
