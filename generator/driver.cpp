@@ -179,6 +179,8 @@ std::string run_result::summary_text() const {
         s << " (slowest " << slowest_over_mean(rank_enumerate_seconds) << "x the mean)\n";
     }
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
+      << "proven rules left out as equal to an emitted one up to commutative operand order: " << commutative_duplicates
+      << "; as only reordering operands: " << commutation_only << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
       << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
       << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
@@ -232,6 +234,8 @@ std::string run_result::summary_json() const {
                     {"resumed_partitions", resumed_partitions},
                     {"resumed_final_pass", resumed_final_pass},
                     {"disconnected_sources", disconnected_sources},
+                    {"commutative_duplicates", commutative_duplicates},
+                    {"commutation_only", commutation_only},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
                     {"generalize_unproven", generalize_unproven},
@@ -1028,6 +1032,26 @@ run_result run(const run_config& c) {
         rep.begin("emit");
     }
 #endif
+    // One rule per class of rules equal up to commutative operand order, the
+    // first by text; none that only reorders operands (commutative_form).
+    {
+        std::set<commutative_key> kept;
+        for (auto* m : {&by_z3, &by_derivation}) {
+            if (m == &by_derivation && !c.emit_derived) continue;  // not emitted anyway
+            std::erase_if(*m, [&](const auto& e) {
+                const commutative_key k = commutative_form(e.second.r);
+                if (k.src == k.dst) {
+                    ++r.commutation_only;
+                } else {
+                    if (m == &by_derivation && by_z3.count(e.first)) return false;  // emitted once, as proven (below)
+                    if (kept.insert(k).second) return false;
+                    ++r.commutative_duplicates;
+                }
+                r.commutative_left_out.push_back(e.second);
+                return true;
+            });
+        }
+    }
     std::uint64_t n_z3_rules = by_z3.size(), n_derived_rules = 0;
     for (auto& [text, er] : by_z3) r.rules.push_back(std::move(er));
     for (auto& [text, er] : by_derivation) {

@@ -1,6 +1,7 @@
 // Emission: rule names, the text listing and the constexpr C++ header.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <sstream>
 
 #include "gen.hpp"
@@ -29,6 +30,48 @@ bool source_connected(const io::listed_rule& r) {
     for (std::size_t i = 1; i < n; ++i)
         if (find(i) != find(0)) return false;
     return true;
+}
+
+commutative_key commutative_form(const io::listed_rule& r) {
+    // Each value written out as the expression computing it (a DAG as a
+    // tree: patterns have at most a few nodes), operand texts of a
+    // commutative node sorted; variables keep their numbers, as both sides
+    // share them.
+    auto side = [&](const std::vector<spec::pattern_node>& nodes, const std::vector<spec::value_ref>& outs) {
+        std::vector<std::string> memo(nodes.size());
+        std::function<std::string(const spec::value_ref&)> value_text = [&](const spec::value_ref& v) -> std::string {
+            if (v.is_var) return "?" + std::to_string(v.index);
+            auto i = static_cast<std::size_t>(v.index);
+            if (i >= nodes.size()) throw error("generator: rule " + r.name + " refers to node " + std::to_string(v.index));
+            if (memo[i].empty()) {
+                const spec::pattern_node& p = nodes[i];
+                const spec::op_decl& d = spec::decl(p.op);
+                std::string t = std::string(d.name) + "{";
+                for (int k = 0; k < d.num_params; ++k) {
+                    const auto& term = p.params[static_cast<std::size_t>(k)];
+                    using K = spec::param_term::kind;
+                    switch (term.k) {
+                        case K::unused: t += "_"; break;
+                        case K::constant: t += std::to_string(term.value); break;
+                        case K::variable: t += "$" + std::to_string(term.value); break;
+                        case K::dim_of: t += "dim(" + value_text(term.of) + "," + std::to_string(term.dim) + ")"; break;
+                    }
+                    t += ",";
+                }
+                t += "}(";
+                std::vector<std::string> args;
+                for (int k = 0; k < p.num_inputs; ++k) args.push_back(value_text(p.inputs[static_cast<std::size_t>(k)]));
+                if (d.commutative) std::sort(args.begin(), args.end());
+                for (const auto& a : args) t += a + ";";
+                memo[i] = t + ")";
+            }
+            return memo[i] + "#" + std::to_string(v.output);
+        };
+        std::string s;
+        for (const auto& o : outs) s += value_text(o) + " | ";
+        return s;
+    };
+    return {side(r.src, r.src_out), side(r.dst, r.dst_out)};
 }
 
 namespace {

@@ -500,6 +500,11 @@ struct run_result {
     // Proven rules left out because their source is a multi-output pattern
     // whose outputs share no tensor or node (source_connected).
     std::uint64_t disconnected_sources = 0;
+    // Proven rules left out as equal to an emitted one up to the operand
+    // order of commutative operators, or as only reordering operands
+    // (commutative_form).
+    std::uint64_t commutative_duplicates = 0, commutation_only = 0;
+    std::vector<emitted_rule> commutative_left_out;  // those rules (derived rules may name them as sources)
     // Rules over parameter variables emitted, the proven instances they
     // replaced, and generalizations Z3 did not prove (their instances stay).
     std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;
@@ -537,5 +542,17 @@ run_result run(const run_config& c);
 // multi-output rules all fuse operators that share an input. The generator
 // proves such rules (they help derive others) but does not emit them.
 bool source_connected(const io::listed_rule& r);
+
+// The rule's two sides written with the operands of every commutative
+// operator (spec::op_decl::commutative) in a fixed order: rules with equal
+// keys match the same graphs and build the same ones up to operand order,
+// since the matcher binds a commutative node in both orders. tsopt-gen emits
+// one rule per key and none whose two sides are equal under it (`?x + ?y =>
+// ?y + ?x`): pruning that only the matcher's commutativity makes safe.
+struct commutative_key {
+    std::string src, dst;
+    friend auto operator<=>(const commutative_key&, const commutative_key&) = default;
+};
+commutative_key commutative_form(const io::listed_rule& r);
 
 }  // namespace tsopt::gen

@@ -290,7 +290,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                 if (!names.empty()) merged.insert({ri, names});
                 graph h = rewrite::fold_constants(*out, cache);
                 std::size_t steps = 1;
-                std::vector<search::rewrite_step> where{{std::string(r.name), search::where_of(g, m)}};
+                std::vector<search::rewrite_step> where{{.rule = std::string(r.name), .where = search::where_of(g, m), .swapped = m.swapped}};
                 // The next readers of the same named operand, one at a time.
                 for (bool more = !names.empty(); more && steps < max_steps && !out_of_time();) {
                     more = false;
@@ -300,7 +300,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
                         if (!all_leaves(hleaf, m2) || shared_names(h, r, m2) != names) continue;
                         auto o2 = rewrite::apply(hx, r, m2, ao);
                         if (!o2) continue;
-                        where.push_back({std::string(r.name), search::where_of(h, m2)});
+                        where.push_back({.rule = std::string(r.name), .where = search::where_of(h, m2), .swapped = m2.swapped});
                         h = rewrite::fold_constants(*o2, cache);
                         ++steps;
                         more = true;

@@ -143,6 +143,26 @@ TEST_CASE("structural hash: equal across node orders, different for different pa
     }
     CHECK(m1.structural_hash() != m2.structural_hash());
 
+    // A commutative operator's operands in either order: one graph (the
+    // matcher binds both orders), and the hash is the same every time.
+    graph s1, s2, s3;
+    for (graph* g : {&s1, &s2, &s3}) {
+        value a = g->input("a", shape{1, 3, 4, 4});
+        value b = g->input("b", shape{1, 3, 4, 4});
+        value r = g->relu(b);
+        value sum = g == &s1 ? g->ewadd(a, r) : g->ewadd(r, a);
+        g->mark_output(g == &s3 ? g->ewmul(sum, a) : g->ewmul(a, sum));
+    }
+    CHECK(s1.structural_hash() == s2.structural_hash());
+    CHECK(s1.structural_hash() == s3.structural_hash());
+    CHECK(s2.structural_hash() == s2.structural_hash());
+    CHECK(s1.node_hashes(graph::weights_by::content) == s1.node_hashes(graph::weights_by::content));
+    // ... while the operands themselves still count.
+    graph t;
+    value ta = t.input("a", shape{1, 3, 4, 4});
+    t.mark_output(t.ewmul(ta, t.ewadd(ta, t.relu(ta))));
+    CHECK(t.structural_hash() != s1.structural_hash());
+
     // Different weight data, same shapes: different.
     graph d;
     d.nodes.push_back(g1.at(w1));

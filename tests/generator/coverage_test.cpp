@@ -55,6 +55,11 @@ const std::map<std::string, std::string> not_enumerable = {
     // multiplies a scalar by a scalar (smul needs a non-scalar first operand),
     // so smul(y, w) of two scalars does not occur.
     {"smul-assoc", "smul of two scalars is not enumerated"},
+    // The matcher binds a commutative operator's operands in both orders and
+    // graphs hash alike under it (graph::node_hashes): x + y and y + x are
+    // one graph here, nothing to rediscover (rewrite_test checks the matcher).
+    {"ewadd-comm", "x + y and y + x are one graph (commutative matching)"},
+    {"ewmul-comm", "x * y and y * x are one graph (commutative matching)"},
     // iewmul() is the one-element tensor of ones, which broadcasts; generated
     // rules hold under TASO's typing (no broadcasting) and the enumeration
     // gives iewmul the extents of the tensor it multiplies.
@@ -463,7 +468,7 @@ TEST_CASE("every TASO Table 2 axiom that fits in N operators is rediscovered or 
 }
 
 TEST_CASE("the coverage check needs the rules: without them no non-trivial instance is joined") {
-    for (std::string name : {"ewadd-comm", "matmul-assoc", "conv-cpool-avgpool"}) {
+    for (std::string name : {"ewadd-assoc", "matmul-assoc", "conv-cpool-avgpool"}) {
         const sp::axiom* a = sp::find_axiom(name);
         REQUIRE(a != nullptr);
         auto r = check_axiom(*a, {}, 2, {});

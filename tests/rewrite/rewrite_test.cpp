@@ -113,23 +113,35 @@ TEST_CASE("from_axiom: split0 and split1 of one tensor are one split node") {
     check_equivalent(g, *out);
 }
 
-TEST_CASE("match: ewadd-assoc finds a+(b+c) once; shared variables bind one value") {
+TEST_CASE("match: ewadd-assoc finds a+(b+c) in both orders of b+c; shared variables bind one value") {
     rewrite::rule_set rs;
-    rs.add(ax("ewadd-assoc"));
+    rs.add(ax("ewadd-assoc"));  // x + (y + z) => (x + y) + z
     graph g;
     auto a = g.input("a", {4}), b = g.input("b", {4}), c = g.input("c", {4});
     g.mark_output(g.ewadd(a, g.ewadd(b, c)));
     auto ms = rewrite::find_matches(g, rs[0]);
-    REQUIRE(ms.size() == 1);
+    // ewadd is commutative: the inner sum binds (y, z) = (b, c) and (c, b);
+    // the outer one only in its order (its other operand a is no sum).
+    REQUIRE(ms.size() == 2);
+    CHECK(ms[0].swapped == 0);
     CHECK(ms[0].tensors[0] == a);
     CHECK(ms[0].tensors[1] == b);
     CHECK(ms[0].tensors[2] == c);
+    CHECK(ms[1].swapped == 1u);  // pattern node 0, the inner sum
+    CHECK(ms[1].nodes == ms[0].nodes);
+    CHECK(ms[1].tensors[1] == c);
+    CHECK(ms[1].tensors[2] == b);
+    for (const auto& m : ms) {
+        auto o = rewrite::apply(g, rs[0], m);
+        REQUIRE(o);
+        check_equivalent(g, *o);
+    }
     auto out = rewrite::apply(g, rs[0], ms[0]);
     REQUIRE(out);
-    check_equivalent(g, *out);
     // The rewritten graph matches the reverse rule, which brings it back.
     auto back = rewrite::find_matches(*out, rs[1]);
-    REQUIRE(back.size() == 1);
+    REQUIRE(back.size() == 2);
+    REQUIRE(back[0].swapped == 0);
     auto again = rewrite::apply(*out, rs[1], back[0]);
     REQUIRE(again);
     CHECK(again->structural_hash() == g.compacted().structural_hash());
@@ -151,7 +163,59 @@ TEST_CASE("match: ewadd-assoc finds a+(b+c) once; shared variables bind one valu
     auto x = s.input("x", {4}), y = s.input("y", {4}), z = s.input("z", {4}), z2 = s.input("z2", {4});
     s.mark_output(s.ewadd(s.ewmul(x, z), s.ewmul(y, z)));
     s.mark_output(s.ewadd(s.ewmul(x, z), s.ewmul(y, z2)));
-    CHECK(rewrite::find_matches(s, rev).size() == 1);
+    // The first sum twice, its two products in either order; the second never.
+    CHECK(rewrite::find_matches(s, rev).size() == 2);
+}
+
+TEST_CASE("match: a commutative operator's operands in either order, each binding reported once") {
+    // relu(?x) + ?y: written with the relu first, it matches sums with the relu
+    // on either side, which without commutative matching took a second rule
+    // (or a commuting step first).
+    rewrite::rule_set rs;
+    using namespace sp::vars;
+    constexpr sp::expr src = sp::ewadd(sp::relu(x), y);
+    constexpr sp::expr dst = sp::ewadd(y, sp::relu(x));
+    rs.add_rule("relu-first", nodes_of(src), nodes_of(dst), {sp::node_ref(src.size - 1)}, {sp::node_ref(dst.size - 1)});
+    const auto& r = rs.find("relu-first");
+    graph g;
+    auto a = g.input("a", {4}), b = g.input("b", {4});
+    g.mark_output(g.ewadd(g.relu(a), b));              // in the pattern's order
+    g.mark_output(g.ewmul(b, g.ewadd(b, g.relu(a))));  // exchanged
+    g.mark_output(g.ewadd(g.relu(a), g.relu(b)));      // a relu on both sides: two bindings
+    rewrite::graph_index ix(g);
+    auto ms = rewrite::find_matches(ix, r);
+    REQUIRE(ms.size() == 4);
+    int swapped = 0;
+    for (const auto& m : ms) {
+        swapped += m.swapped != 0;
+        CHECK((m.swapped & ~2u) == 0);  // only the sum (pattern node 1, bit 1) is ever exchanged
+        auto out = rewrite::apply(ix, r, m);
+        REQUIRE(out);
+        check_equivalent(g, *out);
+    }
+    CHECK(swapped == 2);
+    // The index offers the exchanged sums too: the same matches through it.
+    const rewrite::rule_index idx(rs.rules());
+    std::size_t indexed = idx.for_each_match(ix, [](std::size_t, const rewrite::match&) { return true; });
+    CHECK(indexed == ms.size());
+    // The same operand twice: the exchanged order binds nothing new and is
+    // not reported again.
+    rewrite::rule_set rc;
+    rc.add_rule("sum-commutes", nodes_of(sp::ewadd(x, y)), nodes_of(sp::ewadd(y, x)), {sp::node_ref(0)}, {sp::node_ref(0)});
+    graph s;
+    auto u = s.input("u", {4}), v = s.input("v", {4});
+    s.mark_output(s.ewadd(u, u));
+    s.mark_output(s.ewmul(u, v));
+    CHECK(rewrite::find_matches(s, rc.find("sum-commutes")).size() == 1);
+    // A non-commutative operator stays in its order: relu(?x) - as matmul's
+    // left operand does not match it on the right.
+    rewrite::rule_set rm;
+    constexpr sp::expr msrc = sp::matmul(p0, sp::relu(x), y);
+    rm.add_rule("relu-left", nodes_of(msrc), nodes_of(msrc), {sp::node_ref(msrc.size - 1)}, {sp::node_ref(msrc.size - 1)});
+    graph h;
+    auto m1 = h.input("m1", {3, 3}), m2 = h.input("m2", {3, 3});
+    h.mark_output(h.matmul(m1, h.relu(m2)));
+    CHECK(rewrite::find_matches(h, rm.find("relu-left")).empty());
 }
 
 TEST_CASE("match: a value computed inside the match and read outside it stays alive after the rewrite") {
@@ -169,7 +233,7 @@ TEST_CASE("match: a value computed inside the match and read outside it stays al
     h.mark_output(in2);  // and to a graph output
     for (const graph* start : {&g, &h}) {
         auto ms = rewrite::find_matches(*start, rs[0]);
-        REQUIRE(ms.size() == 1);
+        REQUIRE(ms.size() == 2);  // b + c in both orders
         auto out = rewrite::apply(*start, rs[0], ms[0]);
         REQUIRE(out);
         // a + (b + c) became (a + b) + c, and b + c is still computed for its other reader.
@@ -445,8 +509,9 @@ TEST_CASE("rules proven under TASO's typing do not fire outside it") {
         for (const auto& m : rewrite::find_matches(ix, r)) applied += rewrite::apply(ix, r, m).has_value();
         return applied;
     };
-    CHECK(fused_count({4, 4, 3, 3}, {1, 4, 6, 6}) == 1);  // equal shapes
-    CHECK(fused_count({4, 2, 3, 3}, {1, 4, 6, 6}) == 1);  // grouped conv: this axiom does not care
+    // Twice each: the sum's two convolutions in either order.
+    CHECK(fused_count({4, 4, 3, 3}, {1, 4, 6, 6}) == 2);  // equal shapes
+    CHECK(fused_count({4, 2, 3, 3}, {1, 4, 6, 6}) == 2);  // grouped conv: this axiom does not care
     CHECK(fused_count({4, 4, 3, 3}, {1, 4, 1, 1}) == 0);  // x + y would broadcast: outside its typing
 }
 

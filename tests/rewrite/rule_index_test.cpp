@@ -77,7 +77,8 @@ TEST_CASE("rule_index finds the same matches as matching every rule, on every zo
 
 // What the index promises, written out plainly: node n agrees with rule r's
 // root on operator, arity, constant parameters, and on the operator, output
-// and constant parameters of every root input that is a pattern node.
+// and constant parameters of every root input that is a pattern node, the
+// two operands of a commutative root taken in either order.
 bool agrees(const graph& g, std::int32_t n, const rewrite::rule& r) {
     const auto constants_agree = [](const spec::pattern_node& p, const node& gn) {
         for (int i = 0; i < spec::decl(p.op).num_params; ++i) {
@@ -92,15 +93,18 @@ bool agrees(const graph& g, std::int32_t n, const rewrite::rule& r) {
     const node& gn = g.nodes[static_cast<std::size_t>(n)];
     if (gn.kind != node_kind::op || gn.op != root.op || gn.inputs.size() != root.num_inputs) return false;
     if (!constants_agree(root, gn)) return false;
-    for (int i = 0; i < root.num_inputs; ++i) {
-        const auto& in = root.inputs[static_cast<std::size_t>(i)];
-        if (in.is_var) continue;
-        const auto& child = r.src[static_cast<std::size_t>(in.index)];
-        value v = gn.inputs[static_cast<std::size_t>(i)];
-        const node& c = g.at(v);
-        if (c.kind != node_kind::op || c.op != child.op || v.output != in.output || !constants_agree(child, c)) return false;
-    }
-    return true;
+    auto inputs_agree = [&](bool swap) {
+        for (int i = 0; i < root.num_inputs; ++i) {
+            const auto& in = root.inputs[static_cast<std::size_t>(i)];
+            if (in.is_var) continue;
+            const auto& child = r.src[static_cast<std::size_t>(in.index)];
+            value v = gn.inputs[static_cast<std::size_t>(swap ? 1 - i : i)];
+            const node& c = g.at(v);
+            if (c.kind != node_kind::op || c.op != child.op || v.output != in.output || !constants_agree(child, c)) return false;
+        }
+        return true;
+    };
+    return inputs_agree(false) || (root.num_inputs == 2 && spec::decl(root.op).commutative && inputs_agree(true));
 }
 
 TEST_CASE("rule_index offers a node to a rule exactly when the rule's root agrees with it") {

@@ -14,7 +14,8 @@ inline json step_json(const search::rewrite_step& s) {
             {"where", s.where},
             {"variant", s.variant},
             {"cost_before", json_number(s.cost_before)},
-            {"cost_after", json_number(s.cost_after)}};
+            {"cost_after", json_number(s.cost_after)},
+            {"swapped", s.swapped}};
 }
 
 inline json derivation_json(const search::derivation& d) {
@@ -70,6 +71,8 @@ inline std::vector<search::rewrite_step> steps_from_json(const json& j, const st
         s.rule = field<std::string>(j[i], "rule", at);
         s.where = field<std::vector<std::string>>(j[i], "where", at);
         s.variant = field<std::size_t>(j[i], "variant", at);
+        // Reports written before commutative matching have none: no operands exchanged.
+        if (j[i].is_object() && j[i].contains("swapped")) s.swapped = field<std::uint32_t>(j[i], "swapped", at);
         out.push_back(std::move(s));
     }
     return out;

@@ -7,6 +7,7 @@
 //
 // Node ids are indices into `nodes`; a `value` names one output of one node.
 // The builder methods validate as they go and name the node at fault.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -354,8 +355,10 @@ public:
     // Per-node Merkle hashes over the DAG: a node's hash covers its kind,
     // operator, parameters, layout, shapes and everything upstream, not its
     // id or its name (inputs hash by name, opaque operators by type and
-    // attributes). Built from core/hash.hpp's one hash, so the values of
-    // weights_by::content are the same in every run on every machine.
+    // attributes), nor the operand order of a commutative operator (a + b
+    // and b + a hash alike, as the matcher binds them alike). Built from
+    // core/hash.hpp's one hash, so the values of weights_by::content are the
+    // same in every run on every machine.
     std::vector<std::uint64_t> node_hashes(weights_by weights) const {
         using hashing::combine;
         std::vector<std::uint64_t> h(nodes.size(), 0);
@@ -379,7 +382,15 @@ public:
             x = combine(x, static_cast<std::uint64_t>(n.out_layout));
             for (const shape& sh : n.shapes)
                 for (auto d : sh) x = combine(x, static_cast<std::uint64_t>(d));
-            for (value v : n.inputs) x = combine(combine(x, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+            auto operand = [&](value v) { return std::pair{h[static_cast<std::size_t>(v.node)], static_cast<std::uint64_t>(v.output)}; };
+            auto add = [&](std::pair<std::uint64_t, std::uint64_t> o) { x = combine(combine(x, o.first), o.second); };
+            if (n.kind == node_kind::op && n.inputs.size() == 2 && spec::decl(n.op).commutative) {
+                const auto a = operand(n.inputs[0]), b = operand(n.inputs[1]);
+                add(std::min(a, b));
+                add(std::max(a, b));
+            } else {
+                for (value v : n.inputs) add(operand(v));
+            }
             h[i] = x;
         }
         return h;
@@ -395,7 +406,8 @@ public:
 
     // Equal for graphs that compute the same expression with the same
     // operators, parameters, inputs and weights (the same weight objects),
-    // whatever the node order. The search de-duplicates with it.
+    // whatever the node order and the operand order of commutative
+    // operators. The search de-duplicates with it.
     std::uint64_t structural_hash() const { return hash_of_outputs(weights_by::address); }
 
     // Shapes an operator node would have from its inputs; throws naming it.

@@ -6,7 +6,8 @@
 //   auto all = rewrite::find_matches(g, r);
 //
 // A match maps each source pattern node to a distinct declared-operator node
-// of the same kind and arity such that
+// of the same kind and arity, the operands of a commutative operator (ewadd,
+// ewmul) in either order, such that
 //  - constant parameters are equal, parameter variables bind consistently
 //    (across the whole pattern), dim_of parameters equal the extent of the
 //    matched tensor, and the rule's side conditions hold;
@@ -35,11 +36,16 @@ namespace tsopt::rewrite {
 // What a match binds. `nodes[i]` is the graph node matched by source pattern
 // node i; `tensors[v]` the graph value of tensor variable v ({-1, 0} when the
 // source does not use v); `params[p]` the value of parameter variable p.
+// `swapped` bit i: pattern node i, a commutative operator
+// (spec::op_decl::commutative), matched with its two operands exchanged. Two
+// matches of the same nodes differ only there (`?x + ?y` on a + b binds x = a
+// or x = b), so a recorded step names its nodes and these bits.
 struct match {
     std::vector<std::int32_t> nodes;
     std::vector<value> tensors;
     std::vector<std::int32_t> params;
     std::vector<bool> param_bound;
+    std::uint32_t swapped = 0;
 };
 
 // Per-graph lookup tables the matcher and the applier share: nodes by operator

@@ -42,11 +42,18 @@ public:
             const rule& r = rules[i];
             if (r.src.empty()) continue;
             const spec::pattern_node& root = r.src.back();
-            signature sig = of_pattern(r.src);
             auto& groups = by_kind_[static_cast<std::size_t>(root.op)];
-            auto g = std::find_if(groups.begin(), groups.end(), [&](const group& x) { return x.mask == sig.mask; });
-            if (g == groups.end()) g = groups.insert(groups.end(), group{sig.mask, {}});
-            g->rules[sig.key].push_back(static_cast<std::uint32_t>(i));
+            // A commutative root matches a node's operands in either order
+            // (match.hpp): its rule is filed under both.
+            const bool both = root.num_inputs == 2 && spec::decl(root.op).commutative;
+            for (bool swap : {false, true}) {
+                if (swap && !both) break;
+                signature sig = of_pattern(r.src, swap);
+                auto g = std::find_if(groups.begin(), groups.end(), [&](const group& x) { return x.mask == sig.mask; });
+                if (g == groups.end()) g = groups.insert(groups.end(), group{sig.mask, {}});
+                auto& filed = g->rules[sig.key];
+                if (filed.empty() || filed.back() != static_cast<std::uint32_t>(i)) filed.push_back(static_cast<std::uint32_t>(i));
+            }
         }
     }
 
@@ -68,6 +75,8 @@ public:
                 }
         }
         std::sort(hits.begin(), hits.end());
+        // A rule filed under both operand orders may be offered a node twice.
+        hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
         std::vector<std::int32_t> anchors;
         for (std::size_t i = 0; i < hits.size();) {
             std::size_t j = i;
@@ -138,13 +147,14 @@ private:
         }
     }
 
-    static signature of_pattern(std::span<const spec::pattern_node> src) {
+    // `swap`: the root's two operands exchanged (a commutative root).
+    static signature of_pattern(std::span<const spec::pattern_node> src, bool swap) {
         const spec::pattern_node& p = src.back();
         signature s;
         s.key = hashing::combine(0, p.num_inputs);
         fixed_params(p, 0, s);
         for (int i = 0; i < p.num_inputs; ++i) {
-            const auto& in = p.inputs[static_cast<std::size_t>(i)];
+            const auto& in = p.inputs[static_cast<std::size_t>(swap ? 1 - i : i)];
             // A reference out of range is left to the matcher's check_pattern,
             // which names the rule.
             if (in.is_var || in.index < 0 || static_cast<std::size_t>(in.index) + 1 >= src.size()) continue;

@@ -172,8 +172,9 @@ public:
             std::uint32_t variant;
             std::uint64_t at;  // the match's ids: matched[at, at + size)
             std::uint32_t size;
+            std::uint32_t swapped;  // the match's exchanged operands
         };
-        std::vector<step> history{{-1, -1, 0, 0, 0}};
+        std::vector<step> history{{-1, -1, 0, 0, 0, 0}};
         std::vector<std::int32_t> matched;
         struct cand { graph g; std::int64_t hist; };
         std::vector<cand> pool;  // queued graphs by slot (moved out when expanded)
@@ -237,7 +238,8 @@ public:
         push(start, best_cost, 0);
         res.rep.enqueued = 0;
 
-        auto consider = [&](graph g, std::int64_t parent, int rule_idx, std::size_t variant, const std::vector<std::int32_t>& at) {
+        auto consider = [&](graph g, std::int64_t parent, int rule_idx, std::size_t variant, const std::vector<std::int32_t>& at,
+                            std::uint32_t swapped) {
             ++res.rep.generated;
             if (fold_) g = rewrite::fold_constants(g, cache);
             if (max_nodes_ && g.size() > max_nodes_) return;
@@ -245,7 +247,7 @@ public:
             if (!seen.insert(h).second) { ++res.rep.dedup_hits; return; }
             double c = price(g);
             history.push_back({parent, rule_idx, static_cast<std::uint32_t>(variant), matched.size(),
-                               static_cast<std::uint32_t>(at.size())});
+                               static_cast<std::uint32_t>(at.size()), swapped});
             matched.insert(matched.end(), at.begin(), at.end());
             auto hist = static_cast<std::int64_t>(history.size() - 1);
             offer_top(c, h, g, hist);
@@ -305,7 +307,7 @@ public:
                         if (outs.empty()) { ++res.rep.rejected; return; }
                         for (std::size_t k = 0; k < outs.size(); ++k)
                             consider(layouts_ ? rewrite::explicit_conversions(std::move(outs[k])) : std::move(outs[k]), hist,
-                                     static_cast<int>(ri), k, m.nodes);
+                                     static_cast<int>(ri), k, m.nodes, m.swapped);
                     });
                 }
                 return true;
@@ -316,7 +318,7 @@ public:
                 static const std::vector<std::int32_t> none;
                 for (std::size_t k = 0; k < moves.size(); ++k) {
                     if (out_of_time()) break;
-                    timed([&] { consider(std::move(moves[k]), hist, -2, k, none); });
+                    timed([&] { consider(std::move(moves[k]), hist, -2, k, none, 0); });
                 }
             }
         }
@@ -361,13 +363,14 @@ public:
                     rewrite::for_each_match(
                         ix, r,
                         [&](const rewrite::match& x) {
-                            if (!std::ranges::equal(x.nodes, at)) return true;
+                            if (x.swapped != s.swapped || !std::ranges::equal(x.nodes, at)) return true;
                             m = x;
                             return false;
                         },
                         std::span<const std::int32_t>(&anchor, 1));
                     if (m) {
                         rs.where = where_of(g, *m);
+                        rs.swapped = m->swapped;
                         next = detail::apply_step(ix, r, *m, s.variant, layouts_, fold_, replay_cache, nullptr);
                     }
                 }

@@ -64,6 +64,9 @@ struct rewrite_step {
     // The cost of the graph the step applied to, before and after: the whole
     // graph, or for a step inside a part, the part.
     double cost_before = 0, cost_after = 0;
+    // rule: the match's exchanged operands (rewrite::match::swapped), which
+    // tell apart two matches of the same operators (?x + ?y on a + b).
+    std::uint32_t swapped = 0;
 };
 
 // Rewrites by rule name (layout moves as layout_move_name).
@@ -255,7 +258,7 @@ inline graph apply_named(const graph& g, std::size_t k, const rewrite_step& s,
     rewrite::for_each_match(
         ix, r,
         [&](const rewrite::match& m) {
-            if (where_of(g, m) != s.where) return true;
+            if (m.swapped != s.swapped || where_of(g, m) != s.where) return true;
             found = m;
             return false;
         },

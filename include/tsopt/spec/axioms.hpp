@@ -278,4 +278,32 @@ consteval bool axiom_names_unique() {
 }  // namespace detail
 static_assert(detail::axiom_names_unique(), "spec::all_axioms: two axioms share a name");
 
+namespace detail {
+// The matcher's license to bind a commutative operator's operands in either
+// order (op_decl::commutative): the axiom op(?a, ?b) == op(?b, ?a), with no
+// side condition.
+consteval bool states_commutativity(const axiom& a, op_kind k) {
+    const expr& l = a.eq.lhs;
+    const expr& r = a.eq.rhs;
+    if (a.num_where != 0 || l.size != 1 || r.size != 1) return false;
+    const pattern_node& x = l.nodes[0];
+    const pattern_node& y = r.nodes[0];
+    if (x.op != k || y.op != k || x.num_inputs != 2 || y.num_inputs != 2 || !(x.params == y.params)) return false;
+    return x.inputs[0].is_var && x.inputs[1].is_var && !(x.inputs[0] == x.inputs[1]) && y.inputs[0] == x.inputs[1] &&
+           y.inputs[1] == x.inputs[0];
+}
+consteval bool commutative_operators_have_axioms() {
+    for (const op_decl* d : operators) {
+        if (!d->commutative) continue;
+        if (d->min_inputs != 2 || d->max_inputs != 2) return false;
+        bool stated = false;
+        for (const axiom& a : taso_model_axioms) stated = stated || states_commutativity(a, d->kind);
+        if (!stated) return false;
+    }
+    return true;
+}
+}  // namespace detail
+static_assert(detail::commutative_operators_have_axioms(),
+              "spec: an operator declared commutative has exactly two inputs and the proof base states op(?x, ?y) == op(?y, ?x)");
+
 }  // namespace tsopt::spec

@@ -112,6 +112,11 @@ struct op_decl {
     int num_params = 0;
     op_class cls = op_class::nonlinear;
     bool multilinear = false;   // linear in each input separately (PET)
+    // Two inputs whose order does not change the value (an axiom states it):
+    // the matcher binds a pattern node of it in both operand orders, so no
+    // rule needs a copy per order (rewrite/detail/match_impl.hpp) and
+    // tsopt-gen emits one rule per class of rules equal up to operand order.
+    bool commutative = false;
     layout_mask layouts = any_layout;
     // Whether the rule generator enumerates this operator.
     bool generated = true;

@@ -46,7 +46,7 @@ inline std::uint64_t spec_digest(std::uint64_t start) {
             f.number(static_cast<std::int64_t>(p.probe.size()));
             for (auto v : p.probe) f.number(v);
         }
-        f.number(static_cast<int>(d->cls)); f.number(d->multilinear); f.number(d->generated);
+        f.number(static_cast<int>(d->cls)); f.number(d->multilinear); f.number(d->commutative); f.number(d->generated);
     }
     for (const spec::axiom& a : spec::all_axioms) {
         f.text(a.name);

@@ -11,6 +11,9 @@
 //                at the right slot;
 //   scan       - otherwise every graph node of the operator kind (index).
 // The first step is always the pattern's last node (its root).
+// A pattern node of a commutative operator is tried with the graph node's
+// operands in their order and, when they differ, exchanged (match::swapped);
+// every slot lookup goes through graph_slot().
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -136,6 +139,16 @@ private:
         }
     }
 
+    // Pattern nodes past the mask's width are matched in their order only.
+    static constexpr int max_swappable = 32;
+    bool commutes(int k) const {
+        const auto& p = r_.src[static_cast<std::size_t>(k)];
+        return k < max_swappable && p.num_inputs == 2 && spec::decl(p.op).commutative;
+    }
+    bool is_swapped(int k) const { return k < max_swappable && ((m_.swapped >> k) & 1u) != 0; }
+    // The graph input slot pattern node k's input `slot` is bound to.
+    int graph_slot(int k, int slot) const { return is_swapped(k) ? 1 - slot : slot; }
+
     value bound_input(const spec::pattern_node& p, int slot) const {
         const auto& in = p.inputs[static_cast<std::size_t>(slot)];
         if (in.is_var) return m_.tensors[static_cast<std::size_t>(in.index)];
@@ -147,27 +160,46 @@ private:
         if (i == plan_.size()) return finish();
         const plan_step& st = plan_[i];
         const auto& p = r_.src[static_cast<std::size_t>(st.node)];
-        auto attempt = [&](std::int32_t cand) {
+        const std::uint32_t bit = st.node < max_swappable ? 1u << st.node : 0u;
+        auto attempt = [&](std::int32_t cand, bool swap) {
             std::size_t mark = trail_.size();
-            if (!assign(st.node, cand)) { undo(mark); return true; }
-            bool go_on = step(i + 1);
-            m_.nodes[static_cast<std::size_t>(st.node)] = -1;
-            used_[static_cast<std::size_t>(cand)] = 0;
+            if (swap) m_.swapped |= bit;
+            bool go_on = true;
+            if (assign(st.node, cand)) {
+                go_on = step(i + 1);
+                m_.nodes[static_cast<std::size_t>(st.node)] = -1;
+                used_[static_cast<std::size_t>(cand)] = 0;
+            }
+            m_.swapped &= ~bit;
             undo(mark);
             return go_on;
+        };
+        // The exchanged order only where it binds something else.
+        auto distinct_operands = [&](std::int32_t cand) {
+            const node& gn = g_.nodes[static_cast<std::size_t>(cand)];
+            return commutes(st.node) && gn.inputs.size() == 2 && !(gn.inputs[0] == gn.inputs[1]);
+        };
+        auto both_orders = [&](std::int32_t cand) {
+            if (!attempt(cand, false)) return false;
+            return !distinct_operands(cand) || attempt(cand, true);
         };
         switch (st.how) {
             case mode::fixed: {
                 const node& c = g_.nodes[static_cast<std::size_t>(m_.nodes[static_cast<std::size_t>(st.c)])];
-                value v = c.inputs[static_cast<std::size_t>(st.slot)];
+                value v = c.inputs[static_cast<std::size_t>(graph_slot(st.c, st.slot))];
                 if (v.output != st.output) return true;
-                return attempt(v.node);
+                return both_orders(v.node);
             }
             case mode::consumers: {
                 value v = bound_input(p, st.slot);
-                for (auto [cn, slot] : ix_.consumers(v.node))
-                    if (slot == st.slot && g_.nodes[static_cast<std::size_t>(cn)].inputs[static_cast<std::size_t>(slot)] == v)
-                        if (!attempt(cn)) return false;
+                for (auto [cn, slot] : ix_.consumers(v.node)) {
+                    if (!(g_.nodes[static_cast<std::size_t>(cn)].inputs[static_cast<std::size_t>(slot)] == v)) continue;
+                    if (slot == st.slot) {
+                        if (!attempt(cn, false)) return false;
+                    } else if (slot == 1 - st.slot && distinct_operands(cn)) {
+                        if (!attempt(cn, true)) return false;
+                    }
+                }
                 return true;
             }
             case mode::scan: {
@@ -175,13 +207,15 @@ private:
                 // a rule_index picks candidates for.
                 auto cands = i == 0 && anchors_ ? *anchors_ : std::span<const std::int32_t>(ix_.of_kind(p.op));
                 for (std::int32_t cn : cands)
-                    if (!attempt(cn)) return false;
+                    if (!both_orders(cn)) return false;
                 return true;
             }
         }
         return true;
     }
 
+    // Binds pattern node k to graph node n in the operand order m_.swapped
+    // says for k.
     bool assign(int k, std::int32_t n) {
         const auto& p = r_.src[static_cast<std::size_t>(k)];
         const node& gn = g_.nodes[static_cast<std::size_t>(n)];
@@ -210,7 +244,7 @@ private:
         }
         for (int s = 0; s < p.num_inputs; ++s) {
             const auto& in = p.inputs[static_cast<std::size_t>(s)];
-            value gv = gn.inputs[static_cast<std::size_t>(s)];
+            value gv = gn.inputs[static_cast<std::size_t>(graph_slot(k, s))];
             if (in.is_var) {
                 value& b = m_.tensors[static_cast<std::size_t>(in.index)];
                 if (b.node >= 0) {
@@ -225,7 +259,8 @@ private:
         }
         for (const auto& pc : pcons_[static_cast<std::size_t>(k)]) {
             std::int32_t cn = m_.nodes[static_cast<std::size_t>(pc.c)];
-            if (cn >= 0 && !(g_.nodes[static_cast<std::size_t>(cn)].inputs[static_cast<std::size_t>(pc.slot)] == value{n, pc.output}))
+            if (cn >= 0 && !(g_.nodes[static_cast<std::size_t>(cn)].inputs[static_cast<std::size_t>(graph_slot(pc.c, pc.slot))] ==
+                             value{n, pc.output}))
                 return false;
         }
         m_.nodes[static_cast<std::size_t>(k)] = n;

@@ -71,14 +71,14 @@ void batchnorm_eval(const op_params&, std::span<const tensor<T>* const> in, std:
 inline constexpr op_decl ewadd_decl{
     .kind = op_kind::ewadd, .name = "ewadd", .math = "x + y (element-wise, broadcasting)",
     .min_inputs = 2, .max_inputs = 2, .input_names = {"x", "y"},
-    .cls = op_class::elementwise, .multilinear = false,
+    .cls = op_class::elementwise, .multilinear = false, .commutative = true,
     .layouts = image_layouts, .infer = ops::binary_shape, .eval_float = ops::ewadd_eval<float>, .eval_modp = ops::ewadd_eval<modp>,
     .flops = detail::elements_flops};
 
 inline constexpr op_decl ewmul_decl{
     .kind = op_kind::ewmul, .name = "ewmul", .math = "x * y (element-wise, broadcasting)",
     .min_inputs = 2, .max_inputs = 2, .input_names = {"x", "y"},
-    .cls = op_class::elementwise, .multilinear = true,
+    .cls = op_class::elementwise, .multilinear = true, .commutative = true,
     .layouts = image_layouts, .infer = ops::binary_shape, .eval_float = ops::ewmul_eval<float>, .eval_modp = ops::ewmul_eval<modp>,
     .flops = detail::elements_flops};
 
