@@ -160,7 +160,8 @@ private:
         if (i == plan_.size()) return finish();
         const plan_step& st = plan_[i];
         const auto& p = r_.src[static_cast<std::size_t>(st.node)];
-        const std::uint32_t bit = st.node < max_swappable ? 1u << st.node : 0u;
+        const bool commutative = commutes(st.node);
+        const std::uint32_t bit = commutative ? 1u << st.node : 0u;
         auto attempt = [&](std::int32_t cand, bool swap) {
             std::size_t mark = trail_.size();
             if (swap) m_.swapped |= bit;
@@ -177,7 +178,7 @@ private:
         // The exchanged order only where it binds something else.
         auto distinct_operands = [&](std::int32_t cand) {
             const node& gn = g_.nodes[static_cast<std::size_t>(cand)];
-            return commutes(st.node) && gn.inputs.size() == 2 && !(gn.inputs[0] == gn.inputs[1]);
+            return commutative && gn.inputs.size() == 2 && !(gn.inputs[0] == gn.inputs[1]);
         };
         auto both_orders = [&](std::int32_t cand) {
             if (!attempt(cand, false)) return false;
