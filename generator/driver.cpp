@@ -181,6 +181,8 @@ std::string run_result::summary_text() const {
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
       << "proven rules left out as equal to an emitted one up to commutative operand order: " << commutative_duplicates
       << "; as only reordering operands: " << commutation_only << "\n"
+      << "proven rules left out as dead ends (they only add operators and enable no other rule): " << cost_raising_dead_ends
+      << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
       << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
       << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
@@ -236,6 +238,7 @@ std::string run_result::summary_json() const {
                     {"disconnected_sources", disconnected_sources},
                     {"commutative_duplicates", commutative_duplicates},
                     {"commutation_only", commutation_only},
+                    {"cost_raising_dead_ends", cost_raising_dead_ends},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
                     {"generalize_unproven", generalize_unproven},
@@ -1050,6 +1053,26 @@ run_result run(const run_config& c) {
                 r.commutative_left_out.push_back(e.second);
                 return true;
             });
+        }
+    }
+    // Then the dead ends among what would be emitted (cost_raising_dead_ends).
+    {
+        std::vector<std::pair<std::map<std::string, emitted_rule>*, std::string>> at;
+        std::vector<const io::listed_rule*> emitted;
+        for (auto* m : {&by_z3, &by_derivation}) {
+            if (m == &by_derivation && !c.emit_derived) continue;
+            for (const auto& [text, er] : *m) {
+                if (m == &by_derivation && by_z3.count(text)) continue;
+                at.emplace_back(m, text);
+                emitted.push_back(&er.r);
+            }
+        }
+        const auto dead = cost_raising_dead_ends(emitted);
+        for (std::size_t i = 0; i < at.size(); ++i) {
+            if (!dead[i]) continue;
+            auto node = at[i].first->extract(at[i].second);
+            r.dead_ends_left_out.push_back(std::move(node.mapped()));
+            ++r.cost_raising_dead_ends;
         }
     }
     std::uint64_t n_z3_rules = by_z3.size(), n_derived_rules = 0;

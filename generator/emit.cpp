@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "gen.hpp"
@@ -32,46 +34,143 @@ bool source_connected(const io::listed_rule& r) {
     return true;
 }
 
-commutative_key commutative_form(const io::listed_rule& r) {
-    // Each value written out as the expression computing it (a DAG as a
-    // tree: patterns have at most a few nodes), operand texts of a
-    // commutative node sorted; variables keep their numbers, as both sides
-    // share them.
-    auto side = [&](const std::vector<spec::pattern_node>& nodes, const std::vector<spec::value_ref>& outs) {
-        std::vector<std::string> memo(nodes.size());
-        std::function<std::string(const spec::value_ref&)> value_text = [&](const spec::value_ref& v) -> std::string {
-            if (v.is_var) return "?" + std::to_string(v.index);
-            auto i = static_cast<std::size_t>(v.index);
-            if (i >= nodes.size()) throw error("generator: rule " + r.name + " refers to node " + std::to_string(v.index));
-            if (memo[i].empty()) {
-                const spec::pattern_node& p = nodes[i];
-                const spec::op_decl& d = spec::decl(p.op);
-                std::string t = std::string(d.name) + "{";
-                for (int k = 0; k < d.num_params; ++k) {
-                    const auto& term = p.params[static_cast<std::size_t>(k)];
-                    using K = spec::param_term::kind;
-                    switch (term.k) {
-                        case K::unused: t += "_"; break;
-                        case K::constant: t += std::to_string(term.value); break;
-                        case K::variable: t += "$" + std::to_string(term.value); break;
-                        case K::dim_of: t += "dim(" + value_text(term.of) + "," + std::to_string(term.dim) + ")"; break;
-                    }
-                    t += ",";
-                }
-                t += "}(";
-                std::vector<std::string> args;
-                for (int k = 0; k < p.num_inputs; ++k) args.push_back(value_text(p.inputs[static_cast<std::size_t>(k)]));
-                if (d.commutative) std::sort(args.begin(), args.end());
-                for (const auto& a : args) t += a + ";";
-                memo[i] = t + ")";
-            }
-            return memo[i] + "#" + std::to_string(v.output);
-        };
-        std::string s;
-        for (const auto& o : outs) s += value_text(o) + " | ";
-        return s;
+namespace {
+// One side of a rule with each node written out as the expression computing
+// it (a DAG as a tree: patterns have at most a few nodes), operand texts of a
+// commutative node sorted; variables keep their numbers, as both sides share
+// them. `node[i]`: node i's text; `outputs`: the side's outputs.
+struct side_texts {
+    std::vector<std::string> node;
+    std::string outputs;
+};
+side_texts expression_texts(const io::listed_rule& r, const std::vector<spec::pattern_node>& nodes,
+                            const std::vector<spec::value_ref>& outs) {
+    side_texts s;
+    auto& memo = s.node;
+    memo.resize(nodes.size());
+    std::function<const std::string&(std::size_t)> node_text;
+    auto value_text = [&](const spec::value_ref& v) -> std::string {
+        if (v.is_var) return "?" + std::to_string(v.index);
+        return node_text(static_cast<std::size_t>(v.index)) + "#" + std::to_string(v.output);
     };
-    return {side(r.src, r.src_out), side(r.dst, r.dst_out)};
+    node_text = [&](std::size_t i) -> const std::string& {
+        if (i >= nodes.size()) throw error("generator: rule " + r.name + " refers to node " + std::to_string(i));
+        if (memo[i].empty()) {
+            const spec::pattern_node& p = nodes[i];
+            const spec::op_decl& d = spec::decl(p.op);
+            std::string t = std::string(d.name) + "{";
+            for (int k = 0; k < d.num_params; ++k) {
+                const auto& term = p.params[static_cast<std::size_t>(k)];
+                using K = spec::param_term::kind;
+                switch (term.k) {
+                    case K::unused: t += "_"; break;
+                    case K::constant: t += std::to_string(term.value); break;
+                    case K::variable: t += "$" + std::to_string(term.value); break;
+                    case K::dim_of: t += "dim(" + value_text(term.of) + "," + std::to_string(term.dim) + ")"; break;
+                }
+                t += ",";
+            }
+            t += "}(";
+            std::vector<std::string> args;
+            for (int k = 0; k < p.num_inputs; ++k) args.push_back(value_text(p.inputs[static_cast<std::size_t>(k)]));
+            if (d.commutative) std::sort(args.begin(), args.end());
+            for (const auto& a : args) t += a + ";";
+            memo[i] = t + ")";
+        }
+        return memo[i];
+    };
+    for (std::size_t i = 0; i < nodes.size(); ++i) node_text(i);
+    for (const auto& o : outs) s.outputs += value_text(o) + " | ";
+    return s;
+}
+
+// Whether the pattern below `P[p]` and the target below `T[n]` can bind the
+// same graph: same operators, no two constant parameters that differ, and
+// the same below, a tensor variable on either side standing for anything
+// (variables bound twice are not required to agree: an over-estimate).
+bool unifies(const std::vector<spec::pattern_node>& P, std::size_t p, const std::vector<spec::pattern_node>& T, std::size_t n) {
+    const spec::pattern_node &a = P.at(p), &b = T.at(n);
+    if (a.op != b.op || a.num_inputs != b.num_inputs) return false;
+    for (std::size_t k = 0; k < a.params.size(); ++k)
+        if (a.params[k].k == spec::param_term::kind::constant && b.params[k].k == spec::param_term::kind::constant &&
+            a.params[k].value != b.params[k].value)
+            return false;
+    auto operand = [&](int ka, int kb) {
+        const spec::value_ref &x = a.inputs[static_cast<std::size_t>(ka)], &y = b.inputs[static_cast<std::size_t>(kb)];
+        if (x.is_var || y.is_var) return true;
+        return x.output == y.output && unifies(P, static_cast<std::size_t>(x.index), T, static_cast<std::size_t>(y.index));
+    };
+    bool in_order = true;
+    for (int k = 0; k < a.num_inputs && in_order; ++k) in_order = operand(k, k);
+    if (in_order) return true;
+    return spec::decl(a.op).commutative && a.num_inputs == 2 && operand(0, 1) && operand(1, 0);
+}
+
+// The target's nodes that are not source nodes (by expression; every copy
+// of an expression the target has more of than the source).
+std::vector<std::size_t> added_nodes(const io::listed_rule& r) {
+    const auto s = expression_texts(r, r.src, r.src_out), d = expression_texts(r, r.dst, r.dst_out);
+    std::map<std::string, long> surplus;
+    for (const auto& t : d.node) ++surplus[t];
+    for (const auto& t : s.node) --surplus[t];
+    std::vector<std::size_t> added;
+    for (std::size_t i = 0; i < d.node.size(); ++i)
+        if (surplus[d.node[i]] > 0) added.push_back(i);
+    return added;
+}
+}  // namespace
+
+commutative_key commutative_form(const io::listed_rule& r) {
+    return {expression_texts(r, r.src, r.src_out).outputs, expression_texts(r, r.dst, r.dst_out).outputs};
+}
+
+bool only_adds_operators(const io::listed_rule& r) {
+    const auto s = expression_texts(r, r.src, r.src_out), d = expression_texts(r, r.dst, r.dst_out);
+    if (d.node.size() <= s.node.size()) return false;
+    std::map<std::string, long> have;
+    for (const auto& t : d.node) ++have[t];
+    for (const auto& t : s.node)
+        if (--have[t] < 0) return false;
+    return true;
+}
+
+bool may_enable(const io::listed_rule& r, const io::listed_rule& other) {
+    for (std::size_t n : added_nodes(r))
+        for (std::size_t p = 0; p < other.src.size(); ++p)
+            if (unifies(other.src, p, r.dst, n)) return true;
+    return false;
+}
+
+std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const> rules) {
+    const std::size_t n = rules.size();
+    std::map<commutative_key, std::vector<std::size_t>> by_key;
+    for (std::size_t i = 0; i < n; ++i) by_key[commutative_form(*rules[i])].push_back(i);
+    std::vector<bool> adds(n), dead(n, false);
+    std::vector<std::vector<std::size_t>> enables(n);  // what rule i may enable, but itself and its reverse
+    for (std::size_t i = 0; i < n; ++i) {
+        const io::listed_rule& r = *rules[i];
+        if (!(adds[i] = only_adds_operators(r))) continue;
+        std::set<std::size_t> own{i};
+        try {
+            // Undoing the step (anywhere the reverse matches over what it
+            // added) leads back to a graph the step started from.
+            auto back = canonical_rule(io::format_rule_text(r.dst, r.dst_out, r.src, r.src_out));
+            if (auto it = by_key.find(commutative_form(back)); it != by_key.end()) own.insert(it->second.begin(), it->second.end());
+        } catch (const error&) {
+            // The reverse binds a variable only the target reads: none.
+        }
+        for (std::size_t j = 0; j < n; ++j)
+            if (!own.count(j) && may_enable(r, *rules[j])) enables[i].push_back(j);
+    }
+    // Rules that enable only such rules are such rules too (a fixpoint: a
+    // chain of them never lowers a cost and ends where nothing else applies).
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t i = 0; i < n; ++i)
+            if (adds[i] && !dead[i] && std::all_of(enables[i].begin(), enables[i].end(), [&](std::size_t j) { return dead[j]; }))
+                dead[i] = changed = true;
+    }
+    return dead;
 }
 
 namespace {

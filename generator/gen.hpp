@@ -505,6 +505,9 @@ struct run_result {
     // (commutative_form).
     std::uint64_t commutative_duplicates = 0, commutation_only = 0;
     std::vector<emitted_rule> commutative_left_out;  // those rules (derived rules may name them as sources)
+    // Proven rules left out as dead ends for the search (cost_raising_dead_ends).
+    std::uint64_t cost_raising_dead_ends = 0;
+    std::vector<emitted_rule> dead_ends_left_out;  // those rules (derived rules may name them as sources)
     // Rules over parameter variables emitted, the proven instances they
     // replaced, and generalizations Z3 did not prove (their instances stay).
     std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;
@@ -554,5 +557,25 @@ struct commutative_key {
     friend auto operator<=>(const commutative_key&, const commutative_key&) = default;
 };
 commutative_key commutative_form(const io::listed_rule& r);
+
+// Issue #19's pruning, part 5, second half: rules that only ever raise the
+// cost and enable nothing. A rule whose target is its source with operators
+// added (every source operator still there, reading the same values: the
+// nodes' expressions, commutative_form's, are a sub-multiset) never lowers
+// a cost tsopt has: cost::sum and the measured costs add a non-negative time
+// per operator, cost::critical_path is monotone (adding an operator never
+// shortens a path), and operators on weights alone are folded (cost 0).
+bool only_adds_operators(const io::listed_rule& r);
+// Whether `other`'s source might match a graph over an operator that `r`'s
+// target adds (the only way applying `r` makes a match no graph had before;
+// an over-estimate: it unifies each source node's pattern with each added
+// node's expression, variables standing for anything, the context above
+// left open).
+bool may_enable(const io::listed_rule& r, const io::listed_rule& other);
+// Which rules are dead ends for a search: they only add operators and may
+// enable no rule but themselves, their reverse (which only undoes them) and
+// other dead ends (a fixpoint). tsopt-gen leaves them out of the emitted
+// set (`cost_raising_dead_ends` in the summary).
+std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const> rules);
 
 }  // namespace tsopt::gen

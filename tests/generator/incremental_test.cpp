@@ -215,6 +215,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     // Proven, left out of the emitted set as commutative duplicates, and
     // still sources of derivations.
     for (auto& e : inc.commutative_left_out) names[e.r.text] = e.r.name;
+    for (auto& e : inc.dead_ends_left_out) names[e.r.text] = e.r.name;
     for (auto& e : emit.rules) {
         if (e.provenance.find("derived from rules ") == std::string::npos) {
             CHECK_MESSAGE(e.provenance.find("proven by Z3 (rlimit ") != std::string::npos, e.provenance);
@@ -239,7 +240,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
         if (auto it = names.find(e.r.text); it != names.end()) CHECK_MESSAGE(it->second == e.r.name, e.r.text);
     for (auto& e : inc.derived_rules) {
         bool same = false;
-        for (auto* set : {&emit.rules, &emit.commutative_left_out})
+        for (auto* set : {&emit.rules, &emit.commutative_left_out, &emit.dead_ends_left_out})
             for (auto& x : *set) same |= x.r.text == e.r.text && x.r.name == e.r.name;
         CHECK_MESSAGE(same, e.r.text);
     }
@@ -280,6 +281,69 @@ TEST_CASE("rules equal up to the operand order of commutative operators are emit
     const std::string j = r.summary_json();
     CHECK(j.find("\"commutative_duplicates\": " + std::to_string(r.commutative_duplicates)) != std::string::npos);
     CHECK(j.find("\"commutation_only\": " + std::to_string(r.commutation_only)) != std::string::npos);
+}
+
+TEST_CASE("rules that only add operators and enable no other rule are left out; one that may enable a rule stays") {
+    auto r = [](const char* text) { return canonical_rule(text); };
+    const auto add_relu = r("(relu ?x) => (relu (relu ?x))");
+    const auto drop_relu = r("(relu (relu ?x)) => (relu ?x)");
+    const auto fuse = r("(relu (matmul{act=0} ?x ?y)) => (matmul{act=1} ?x ?y)");
+    const auto relu_after = r("(matmul{act=1} ?x ?y) => (relu (matmul{act=1} ?x ?y))");
+    CHECK(only_adds_operators(add_relu));
+    CHECK(only_adds_operators(relu_after));
+    CHECK_FALSE(only_adds_operators(drop_relu));
+    CHECK_FALSE(only_adds_operators(fuse));
+    CHECK_FALSE(only_adds_operators(r("(ewadd ?x ?y) => (ewadd ?y ?x)")));  // nothing added
+    // More operators, but the source's sum is gone (its operands changed): a cost model may prefer it.
+    CHECK_FALSE(only_adds_operators(r("(relu (ewadd ?x ?y)) => (ewadd (relu ?x) (relu ?y))")));
+    // What the added relu may enable: a source with a relu over anything,
+    // or over a matmul{act=1}; not one that needs a relu over act=0, and
+    // not a source with no relu.
+    CHECK(may_enable(add_relu, r("(transpose{perm=33554433} (relu ?x)) => (relu (transpose{perm=33554433} ?x))")));
+    CHECK(may_enable(relu_after, r("(ewadd ?z (relu (matmul{act=1} ?x ?y))) => (ewadd (relu (matmul{act=1} ?x ?y)) ?z)")));
+    CHECK_FALSE(may_enable(relu_after, fuse));
+    CHECK_FALSE(may_enable(add_relu, relu_after));
+    // Commutative operands unify in either order (syntax only: the sources'
+    // relu and transpose are kept, so the sum or concat alone is added).
+    const std::string both = "(concat{axis=0} (relu ?x) (transpose{perm=33554433} ?x)) => ";
+    CHECK(may_enable(r((both + "(ewadd (transpose{perm=33554433} ?x) (relu ?x))").c_str()),
+                     r("(ewadd (relu ?a) (transpose{perm=33554433} ?b)) => (ewadd (transpose{perm=33554433} ?b) (relu ?a))")));
+    CHECK_FALSE(may_enable(r((both + "(concat{axis=1} (transpose{perm=33554433} ?x) (relu ?x))").c_str()),
+                           r("(concat{axis=1} (relu ?a) (transpose{perm=33554433} ?b)) => (relu ?a)")));
+    // The added relu could sit under a relu already in the graph, where the
+    // reverse of adding it applies: the context above is left open.
+    CHECK(may_enable(relu_after, drop_relu));
+
+    auto dead_ends = [](std::vector<const io::listed_rule*> rules) { return cost_raising_dead_ends(rules); };
+    // add_relu enables only its reverse: a dead end; fuse only removes.
+    CHECK(dead_ends({&add_relu, &drop_relu, &fuse}) == std::vector<bool>{true, false, false});
+    // relu_after may enable drop_relu (not its own reverse): kept.
+    CHECK(dead_ends({&add_relu, &drop_relu, &relu_after}) == std::vector<bool>{true, false, false});
+    // Without drop_relu, relu_after enables only add_relu, itself a dead end: both are.
+    CHECK(dead_ends({&add_relu, &relu_after}) == std::vector<bool>{true, true});
+    // A rule whose added operator another rule's source reads is kept.
+    const auto through = r("(transpose{perm=33554433} (relu ?x)) => (relu (transpose{perm=33554433} ?x))");
+    CHECK(dead_ends({&add_relu, &drop_relu, &through}) == std::vector<bool>{false, false, false});
+
+    if (!verifier_available()) return;
+    auto run_result = run(verified_run({op_kind::relu}));
+    CHECK(run_result.cost_raising_dead_ends == run_result.dead_ends_left_out.size());
+    CHECK(run_result.cost_raising_dead_ends > 0);
+    std::set<std::string> emitted, left_out;
+    for (const auto& e : run_result.rules) emitted.insert(e.r.text);
+    for (const auto& e : run_result.dead_ends_left_out) {
+        CHECK_MESSAGE(only_adds_operators(e.r), e.r.text);
+        left_out.insert(e.r.text);
+    }
+    // relu(x) => relu(relu(x)) is proven, and left out; its reverse is emitted.
+    CHECK(left_out.count(add_relu.text) == 1);
+    CHECK(emitted.count(drop_relu.text) == 1);
+    // No emitted rule is a dead end among the emitted set.
+    std::vector<const io::listed_rule*> ptrs;
+    for (const auto& e : run_result.rules) ptrs.push_back(&e.r);
+    for (bool d : cost_raising_dead_ends(ptrs)) CHECK_FALSE(d);
+    const std::string j = run_result.summary_json();
+    CHECK(j.find("\"cost_raising_dead_ends\": " + std::to_string(run_result.cost_raising_dead_ends)) != std::string::npos);
 }
 
 TEST_CASE("a reused solver decides the candidates a fresh one does here, and reruns give the same rules") {
