@@ -109,7 +109,8 @@ struct optimize_report {
     std::map<std::string, int> preprocessing;
     // The derivation of `optimized`, rewrite by rewrite (rule, where, cost
     // before and after), in stages; search::replay rebuilds `optimized` from
-    // the input with it. Empty when the input was kept.
+    // the input with it (with pet_mutants(options.pet_options) when it has a
+    // PET stage). Empty when the input was kept.
     search::derivation derivation;
     std::map<std::string, int> pet_uses;  // PET mutation families in the result
     std::size_t pet_candidates = 0;       // corrected mutants considered
@@ -164,6 +165,13 @@ struct optimize_result {
         return nullptr;
     }
 };
+
+// What search::replay needs to rebuild a derivation's PET stages: the
+// corrected mutants of the optimization's PET options (optimize_options::
+// pet_options), as pet::mutant_at lists them.
+inline search::pet_mutant_source pet_mutants(pet::options o) {
+    return [o = std::move(o)](const graph& g, std::size_t index) { return pet::mutant_at(g, o, index); };
+}
 
 namespace detail {
 
@@ -642,6 +650,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
         search::derivation_stage mutant;
         mutant.k = search_kind::pet;
         mutant.pet_family = cands[*kept].family;
+        mutant.pet_index = *kept;
+        mutant.pet_hash = cands[*kept].g.hash_of_outputs(graph::weights_by::content);
         stages.push_back(std::move(mutant));
         for (auto& st : kept_stages) stages.push_back(std::move(st));
     }
@@ -708,8 +718,8 @@ optimize_result optimize(const graph& input, std::span<const rewrite::rule> rule
     // applied to) and checks that the report names exactly the rewrites
     // that make the graph it describes.
     auto check = [&](search::derivation& d, const graph& made) {
-        if (d.empty() || !d.replayable()) return;
-        const graph again = search::replay(input, d, rules, model);
+        if (d.empty()) return;
+        const graph again = search::replay(input, d, rules, model, {}, pet_mutants(o.pet_options));
         if (again.hash_of_outputs(graph::weights_by::content) != made.hash_of_outputs(graph::weights_by::content))
             throw error("optimize: internal error: the derivation replayed does not rebuild the graph it describes");
     };

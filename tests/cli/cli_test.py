@@ -264,6 +264,16 @@ if steps_r:
     check("replay elsewhere", ["replay", DEMO, "--report",
                                edited("elsewhere", lambda r2, flat: flat[0].update(where=["no-such-node"] * len(flat[0]["where"]))),
                                "-o", w("elsewhere.onnx")], 2, stderr_has=["step 1", "does not match there"])
+    # A PET stage (tsopt's CLI does not run PET; a library's optimize writes
+    # one): refused by name, and a malformed one as such.
+    def add_pet(hash_text):
+        return lambda r2, flat: r2["rewrites"]["stages"].append(
+            {"kind": "pet", "family": "batch_convs(width)", "index": 0, "hash": hash_text})
+    check("replay a PET stage", ["replay", DEMO, "--report", edited("pet_stage", add_pet("0123456789abcdef")),
+                                 "-o", w("pet.onnx")], 2, stderr_has=["PET corrected mutant (batch_convs(width))",
+                                                                      "needs PET's mutant generator"])
+    check("replay a PET stage with a bad hash", ["replay", DEMO, "--report", edited("pet_bad_hash", add_pet("xyz")),
+                                                 "-o", w("pet_bad.onnx")], 2, stderr_has=["\"hash\" is not 16 hex digits"])
     if rep_r["rewrites"]["preprocessing"]:
         def other_norm(r2, flat):
             r2["rewrites"]["preprocessing"][0]["where"] = ["no-such-conv", "no-such-norm"]

@@ -22,7 +22,13 @@ inline json derivation_json(const search::derivation& d) {
     json stages = json::array();
     for (const auto& st : d.stages) {
         json j = {{"kind", std::string(search::to_string(st.k))}};
-        if (st.k == search::derivation_stage::kind::pet) j["family"] = st.pet_family;
+        if (st.k == search::derivation_stage::kind::pet) {
+            j["family"] = st.pet_family;
+            if (st.pet_index) {
+                j["index"] = *st.pet_index;
+                j["hash"] = hashing::hex(st.pet_hash, 16);
+            }
+        }
         else if (st.k == search::derivation_stage::kind::parts) {
             json parts = json::array();
             for (const auto& p : st.parts) {
@@ -114,6 +120,19 @@ inline search::derivation derivation_from_json(const json& j, const std::string&
         } else if (kind == search::to_string(K::pet)) {
             st.k = K::pet;
             st.pet_family = field<std::string>(stages[i], "family", at);
+            // index and hash: absent in reports from before PET stages were
+            // replayable (replay then says so).
+            if (stages[i].contains("index")) {
+                st.pet_index = field<std::size_t>(stages[i], "index", at);
+                const auto hex = field<std::string>(stages[i], "hash", at);
+                std::size_t used = 0;
+                try {
+                    st.pet_hash = std::stoull(hex, &used, 16);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (hex.size() != 16 || used != hex.size()) throw input_error(at + ": \"hash\" is not 16 hex digits: \"" + hex + "\"");
+            }
         } else
             throw input_error(at + ": unknown kind \"" + kind + "\"");
         d.stages.push_back(std::move(st));

@@ -40,6 +40,8 @@
 //    consecutive reshapes and transposes, fuse activations into the preceding
 //    conv/matmul, fold weight-only operators.
 #include <chrono>
+#include <limits>
+#include <set>
 #include <ostream>
 #include <unordered_map>
 
@@ -61,6 +63,9 @@ struct options {
     bool preprocess = true;                  // fold weight-only operators in the results
     std::chrono::duration<double> budget = std::chrono::seconds(60);
     int max_rounds = 16;                     // greedy improvements applied
+    // mutants(): stop once this many are found (mutant_at: the one asked
+    // for and those before it).
+    std::size_t max_candidates = std::numeric_limits<std::size_t>::max();
 };
 
 struct candidate {
@@ -250,7 +255,31 @@ void for_each_subprogram(const graph& g, const options& o, stats* st, F&& f) {
 
 }  // namespace detail
 
-// The hook (see the header comment).
+namespace detail {
+// g with every node but the inputs named as no earlier node is: a repeated name (a
+// correction's "pet.correction.slice", two DFS operators' "pet.dfs") gets
+// the first free ".2", ".3", ... in node order, so the rules' steps on a
+// mutant name each operator once (search::replay locates steps by name).
+inline graph with_unique_names(graph g) {
+    std::set<std::string> taken;
+    for (const node& n : g.nodes) taken.insert(n.name);
+    std::set<std::string> seen;
+    for (node& n : g.nodes) {
+        if (seen.insert(n.name).second || n.kind == node_kind::input) continue;  // inputs keep their names
+        std::string fresh;
+        for (int k = 2; fresh.empty() || taken.count(fresh); ++k) fresh = n.name + "." + std::to_string(k);
+        taken.insert(fresh);
+        seen.insert(fresh);
+        n.name = std::move(fresh);
+    }
+    return g;
+}
+}  // namespace detail
+
+// The hook (see the header comment). The candidates come in an order that
+// depends on g and o alone; o.budget (checked after each subprogram) and
+// o.max_candidates only cut the list short, so a longer run's list starts
+// with a shorter one's (mutant_at relies on it).
 inline std::vector<candidate> mutants(const graph& g, const options& o = {}, stats* st = nullptr) {
     g.validate();
     graph u = unfuse_activations(g);
@@ -259,19 +288,33 @@ inline std::vector<candidate> mutants(const graph& g, const options& o = {}, sta
     const auto t0 = std::chrono::steady_clock::now();
     detail::for_each_subprogram(u, o, st, [&](const subprogram& sp) {
         for (auto& c : corrected_mutants(sp, o, st)) {
+            if (out.size() >= o.max_candidates) break;
             try {
                 graph full = splice(u, sp, c.replacement);
                 full = o.post_optimize ? post_optimize(full, o.preprocess) : full;
                 if (!seen.insert(full.structural_hash()).second) continue;
                 if (st) ++st->families[c.family];
-                out.push_back({std::move(full), c.family, c.check, c.correction, sp.ops.size()});
+                out.push_back({detail::with_unique_names(std::move(full)), c.family, c.check, c.correction, sp.ops.size()});
             } catch (const error& e) {
                 if (st) st->fail(c.family + ": " + e.what());
             }
         }
-        return std::chrono::steady_clock::now() - t0 < o.budget;
+        return out.size() < o.max_candidates && std::chrono::steady_clock::now() - t0 < o.budget;
     });
     return out;
+}
+
+// Candidate `index` of mutants(g, o) as a run with no time limit lists it:
+// what search::replay needs to rebuild a derivation's PET stage
+// (derivation_stage::pet_index). Throws tsopt::error when g has fewer.
+inline graph mutant_at(const graph& g, options o, std::size_t index) {
+    o.budget = std::chrono::duration<double>::max();
+    o.max_candidates = index + 1;
+    auto all = mutants(g, o);
+    if (all.size() <= index)
+        throw error("pet: the graph has " + std::to_string(all.size()) + " corrected mutants with these options, not " +
+                    std::to_string(index + 1));
+    return std::move(all[index].g);
 }
 
 struct report {

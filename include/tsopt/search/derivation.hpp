@@ -86,13 +86,24 @@ struct derivation_stage {
         leaf_merges,  // whole graph, rewrite::apply (default layouts), weights folded after each
         search,       // whole graph, as the search applies: layout variants, explicit conversions
         parts,        // each part extracted by its operators' names, searched, all stitched back at once
-        pet,          // a PET corrected mutant (pet/mutation.hpp): listed, not replayable
+        pet,          // a PET corrected mutant (pet::mutants' candidate pet_index of the graph so far)
     };
     kind k = kind::search;
     std::vector<rewrite_step> steps;      // leaf_merges, search
     std::vector<derivation_part> parts;   // parts
     std::string pet_family;               // pet
+    // pet: which of pet::mutants' candidates of the graph so far (none: a
+    // report from before PET stages were replayable), and its
+    // hash_of_outputs(weights_by::content), which replay checks.
+    std::optional<std::size_t> pet_index;
+    std::uint64_t pet_hash = 0;
 };
+
+// What search::replay calls to rebuild a PET stage: the graph so far and the
+// stage's pet_index -> pet::mutant_at(graph, the optimization's PET options,
+// index) (tsopt::pet_mutants in optimize.hpp). Kept a function here so the
+// derivation does not depend on PET.
+using pet_mutant_source = std::function<graph(const graph&, std::size_t index)>;
 
 inline std::string_view to_string(derivation_stage::kind k) {
     switch (k) {
@@ -127,6 +138,8 @@ struct derivation {
         if (nhwc_undone) u.erase(std::string(layout_move_name));
         return u;
     }
+    // Whether replay can rebuild it from the rules alone (a PET stage also
+    // needs PET's mutant generator: replay's `pet`).
     bool replayable() const {
         for (const auto& s : stages)
             if (s.k == derivation_stage::kind::pet) return false;
@@ -325,11 +338,12 @@ graph replay_steps(graph g, std::vector<rewrite_step>& steps, std::size_t& count
 // Rebuilds what a derivation describes from the graph it started from,
 // filling in each step's cost before and after under `model`. Throws
 // tsopt::error naming the first step that cannot be replayed (an unknown
-// rule, a place where the rule does not match, a PET stage). `on_step`,
-// when given, sees each step's graphs.
+// rule, a place where the rule does not match, a PET stage without `pet`
+// or whose mutant is not the one recorded). `on_step`, when given, sees
+// each rule step's graphs.
 template <cost::cost_model Cost>
 graph replay(const graph& original, derivation& d, std::span<const rewrite::rule> rules, Cost&& model,
-             const step_observer& on_step = {}) {
+             const step_observer& on_step = {}, const pet_mutant_source& pet = {}) {
     std::unordered_map<std::string_view, std::size_t> by_name;
     for (std::size_t i = 0; i < rules.size(); ++i) by_name.emplace(rules[i].name, i);
     graph g = original;
@@ -394,9 +408,17 @@ graph replay(const graph& original, derivation& d, std::span<const rewrite::rule
                 if (!reps.empty()) g = stitch(g, reps);
                 break;
             }
-            case derivation_stage::kind::pet:
-                throw error("replay: stage " + std::to_string(si + 1) + " is a PET corrected mutant (" + st.pet_family +
-                            "), which a derivation lists but cannot replay");
+            case derivation_stage::kind::pet: {
+                const std::string what = "replay: stage " + std::to_string(si + 1) + " is a PET corrected mutant (" + st.pet_family + ")";
+                if (!st.pet_index) throw error(what + " recorded without its index (a report from before PET stages were replayable)");
+                if (!pet) throw error(what + ": replaying it needs PET's mutant generator and the PET options the optimization used");
+                graph mutant = pet(g, *st.pet_index);
+                if (mutant.hash_of_outputs(graph::weights_by::content) != st.pet_hash)
+                    throw error(what + ": PET's candidate " + std::to_string(*st.pet_index) +
+                                " of this graph is not the recorded one (other PET options?)");
+                g = std::move(mutant);
+                break;
+            }
         }
     }
     if (d.nhwc_undone) g = rewrite::without_nhwc(std::move(g));
