@@ -304,7 +304,7 @@ TEST_CASE("timing statistic: the minimum of the rounds") {
     CHECK(backend::minimum({}) == 0);
 }
 
-TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins most paired rounds") {
+TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins enough paired rounds") {
     // Scripted times per round (candidate 0 is the original). Candidate 1's
     // median is the lowest, but it beat the original in 5 of 10 rounds: load
     // noise, not evidence. Candidate 2 won 9 of 10 with a higher median
@@ -337,13 +337,13 @@ TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins 
     CHECK(kept.best == 0);
     // An earlier run's timings decide without timing (and decide the same way).
     std::vector<std::optional<backend::known_timing>> known{backend::known_timing{10, 0, 10}, backend::known_timing{9, 6, 10},
-                                                            backend::known_timing{9.5, 8, 10}};
+                                                            backend::known_timing{9.5, 9, 10}};
     auto again = pick({{}, {}, {}}, known);
     CHECK(again.reused);
     CHECK(again.best == 2);
     CHECK(again.confirmed == std::vector<bool>{true, false, true});
     // A deadline already past: the minimum rounds run, no more, and the
-    // choice is made on them (candidate 2 won all three).
+    // choice is made on them (candidates 1 and 2 won all five).
     std::vector<std::size_t> next(times.size(), 0);
     auto late = backend::verify_and_time(
         times.size(), 0, 10, 1e-3, [](std::size_t) { return std::vector<tensor<float>>{tensor<float>(shape{1}, 1.f)}; },
@@ -351,8 +351,36 @@ TEST_CASE("end-to-end pick: a candidate replaces the original only when it wins 
         std::chrono::steady_clock::now() - std::chrono::seconds(1));
     CHECK(late.rounds == backend::min_pick_rounds);
     CHECK(next == std::vector<std::size_t>(times.size(), backend::min_pick_rounds));
-    CHECK(late.faster_rounds == std::vector<int>{0, 3, 3});
-    CHECK(late.best == 1);  // both confirmed (3 of 3), candidate 1's median 5 the lowest
+    CHECK(late.faster_rounds == std::vector<int>{0, 5, 5});
+    CHECK(late.best == 1);  // both confirmed (5 of 5), candidate 1's median 5 the lowest
+}
+
+TEST_CASE("end-to-end pick: the wins a candidate needs are a sign test at 5 %, whatever the rounds") {
+    // P(X >= k) for X ~ Binomial(n, 1/2), exactly (n <= 60: the sums of
+    // binomial coefficients are exact in a double).
+    auto tail = [](int n, int k) {
+        double sum = 0, c = 1;  // c = C(n, i)
+        for (int i = 0; i <= n; ++i) {
+            if (i >= k) sum += c;
+            c = c * (n - i) / (i + 1);
+        }
+        return sum / std::pow(2.0, n);
+    };
+    for (int n = 1; n <= 60; ++n) {
+        const int k = backend::wins_needed(n);
+        INFO("rounds ", n, ", wins needed ", k);
+        if (k <= n) CHECK(tail(n, k) <= backend::confirm_level);
+        CHECK(tail(n, k - 1) > backend::confirm_level);  // the fewest such
+        if (k <= n) CHECK(backend::confirmed_by(k, n));
+        CHECK_FALSE(backend::confirmed_by(k - 1, n));  // k - 1 = n when no count of wins is enough
+    }
+    // Fewer rounds than min_pick_rounds confirm nothing; min_pick_rounds can.
+    CHECK(backend::wins_needed(backend::min_pick_rounds - 1) > backend::min_pick_rounds - 1);
+    CHECK(backend::wins_needed(backend::min_pick_rounds) <= backend::min_pick_rounds);
+    CHECK(backend::wins_needed(3) == 4);  // 3 of 3 happens to equal graphs 12.5 % of the time
+    CHECK(backend::wins_needed(10) == 9);
+    CHECK(backend::wins_needed(20) == 15);
+    CHECK_FALSE(backend::confirmed_by(0, 0));
 }
 
 TEST_CASE("dnnl measure prices a batch-1 matmul with its weight cold") {

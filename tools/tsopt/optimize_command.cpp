@@ -60,8 +60,9 @@ const std::string_view optimize_help =
     "                          or a rule listing written by tsopt-gen --listing (its spec hash and\n"
     "                          every rule's proof record are checked before use); `tsopt rules` lists them\n"
     "  --top-k K               candidates timed end to end besides the original (default 4)\n"
-    "  --reps N                timing rounds per candidate (default 20; fewer, 3 at least, where --budget\n"
-    "                          would not hold them)\n"
+    "  --reps N                timing rounds per candidate (default 20; fewer, 5 at least, where --budget\n"
+    "                          would not hold them); a candidate replaces the original only when it wins\n"
+    "                          enough rounds (a sign test at 5 %: 5 of 5, 9 of 10, 15 of 20)\n"
     "  --tolerance E           max relative error of outputs vs the original (default 1e-4)\n"
     "  --seed S                seed of the random inputs and the search (default 1)\n"
     "  --keep-denormals        cpu: compute with denormal floats instead of flushing them to zero (slower where they occur)\n"
@@ -645,9 +646,15 @@ int optimize_command(int argc, char** argv, int first) {
         out << "\n";
         if (kept_original)
             out << "  kept the original: "
-                << (faster_unconfirmed ? "no candidate ran faster in at least " + std::to_string(std::lround(backend::confirm_share * 100)) +
-                                             " % of the rounds (a lower median alone is within the machine's noise)"
-                                       : std::string("no candidate was faster end to end"))
+                << (faster_unconfirmed
+                        ? (backend::wins_needed(o.timing_rounds) > o.timing_rounds
+                               ? "no candidate can be confirmed faster in " + std::to_string(o.timing_rounds) + " rounds (" +
+                                     std::to_string(backend::min_pick_rounds) + " at least)"
+                               : "no candidate ran faster in " + std::to_string(backend::wins_needed(o.timing_rounds)) + " of the " +
+                                     std::to_string(o.timing_rounds) + " rounds") +
+                              " (a sign test at " + std::to_string(std::lround(backend::confirm_level * 100)) +
+                              " %: a lower median alone is within the machine's noise)"
+                        : std::string("no candidate was faster end to end"))
                 << "\n";
     }
     out << std::fixed << std::setprecision(2) << "  wall time: " << total_s << " s (--budget " << std::defaultfloat

@@ -7,6 +7,7 @@
 // library.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -182,7 +183,7 @@ struct pick_result {
     // Candidate 0's outputs on the device: what a caller checks against the
     // operators' definitions (the other candidates were checked against them).
     std::vector<tensor<float>> outputs;
-    // Candidate c ran faster than candidate 0 in at least confirm_share of
+    // Candidate c ran faster than candidate 0 in wins_needed(rounds) of
     // the rounds (candidate 0 itself: true). Only a confirmed candidate can
     // be chosen over candidate 0.
     std::vector<bool> confirmed;
@@ -197,18 +198,32 @@ struct known_timing {
     int faster_rounds = 0, rounds = 0;
 };
 
-// The share of interleaved rounds a candidate must win against candidate 0
-// (the original) to replace it: a sign test on paired rounds. Each round
-// times every candidate back to back, so load that drifts between rounds
-// moves both times of a pair alike, and a faster median alone is not
-// evidence: on the loud 2-vCPU machine a SqueezeNet candidate whose median
-// was 0.2 % below the original's was written and then ran 10 % slower. With
-// 10 rounds this asks for 8 wins, which two equally fast graphs reach by
-// chance 5.5 % of the time.
-inline constexpr double confirm_share = 0.75;
-inline bool confirmed_by(int faster_rounds, int rounds) {
-    return rounds > 0 && static_cast<double>(faster_rounds) >= confirm_share * static_cast<double>(rounds);
+// How many of `rounds` interleaved rounds a candidate must win against
+// candidate 0 (the original) to replace it: a one-sided sign test on the
+// paired rounds at the confirm_level, the fewest wins that two equally fast
+// graphs (each winning a round with probability 1/2) reach at most that
+// often by chance; rounds + 1 when no count of wins does (under
+// min_pick_rounds). Each round times every candidate back to back, so load
+// that drifts between rounds moves both times of a pair alike, and a faster
+// median alone is not evidence: on the loud 2-vCPU machine a SqueezeNet
+// candidate whose median was 0.2 % below the original's was written and then
+// ran 10 % slower. A fixed share (3/4 of the rounds, before) let chance decide
+// where the budget left few rounds: 3 wins of 3 rounds, 12.5 % for equal
+// graphs, wrote an SRU model's candidate that then ran 9 % slower.
+// 10 rounds ask for 9 wins (1.1 %), 20 (--reps' default) for 15 (2.1 %).
+inline constexpr double confirm_level = 0.05;
+inline int wins_needed(int rounds) {
+    if (rounds <= 0) return 1;
+    // P(X >= k) for X ~ Binomial(rounds, 1/2), summed from k = rounds down.
+    const double n = rounds, log_total = n * std::log(2.0);
+    double tail = 0;
+    for (int k = rounds; k >= 0; --k) {
+        tail += std::exp(std::lgamma(n + 1) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) - log_total);
+        if (tail > confirm_level) return k + 1;
+    }
+    return 0;
 }
+inline bool confirmed_by(int faster_rounds, int rounds) { return rounds > 0 && faster_rounds >= wins_needed(rounds); }
 
 // AutoGraph's on-board verification over n candidates: outputs(c) runs
 // candidate c once and returns its outputs (candidates are visited in order,
@@ -218,15 +233,16 @@ inline bool confirmed_by(int faster_rounds, int rounds) {
 // pending work), then max(reps, 1) interleaved rounds of an untimed run and a
 // timed one (time(c): ms of one run), so drifting machine load hits all
 // alike; the fastest median among candidate 0 and the candidates confirmed
-// against it (confirm_share) wins. `known`: the candidates' timings from an
+// against it (confirmed_by) wins. `known`: the candidates' timings from an
 // earlier run of the same set (one per candidate): when every accepted
 // candidate has one, nothing is timed and they decide, so the same
 // candidates give the same choice whatever the machine's load now.
 // `deadline`: no round starts that would end after it, once min_pick_rounds
 // are done (compiling the candidates' plans, which no estimate made before
 // it can price, came on top of --budget's timing share: NASNet-A's five
-// plans); r.rounds says how many ran.
-inline constexpr int min_pick_rounds = 3;
+// plans); r.rounds says how many ran. 5: the fewest rounds in which a
+// candidate can be confirmed (5 wins of 5, 3.1 %; 4 of 4 is 6.25 %).
+inline constexpr int min_pick_rounds = 5;
 template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
                             Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {},
