@@ -28,8 +28,7 @@ inline json derivation_json(const search::derivation& d) {
                 j["index"] = *st.pet_index;
                 j["hash"] = hashing::hex(st.pet_hash, 16);
             }
-        }
-        else if (st.k == search::derivation_stage::kind::parts) {
+        } else if (st.k == search::derivation_stage::kind::parts) {
             json parts = json::array();
             for (const auto& p : st.parts) {
                 json steps = json::array();
