@@ -106,17 +106,39 @@ bool unifies(const std::vector<spec::pattern_node>& P, std::size_t p, const std:
     return spec::decl(a.op).commutative && a.num_inputs == 2 && operand(0, 1) && operand(1, 0);
 }
 
-// The target's nodes that are not source nodes (by expression; every copy
-// of an expression the target has more of than the source).
-std::vector<std::size_t> added_nodes(const io::listed_rule& r) {
-    const auto s = expression_texts(r, r.src, r.src_out), d = expression_texts(r, r.dst, r.dst_out);
+// A rule's node expressions on both sides, and how many more copies of each
+// the target has than the source (negative: fewer).
+struct rule_expressions {
+    side_texts src, dst;
     std::map<std::string, long> surplus;
-    for (const auto& t : d.node) ++surplus[t];
-    for (const auto& t : s.node) --surplus[t];
+};
+rule_expressions expressions_of(const io::listed_rule& r) {
+    rule_expressions e{expression_texts(r, r.src, r.src_out), expression_texts(r, r.dst, r.dst_out), {}};
+    for (const auto& t : e.dst.node) ++e.surplus[t];
+    for (const auto& t : e.src.node) --e.surplus[t];
+    return e;
+}
+
+bool only_adds(const rule_expressions& e) {
+    return e.dst.node.size() > e.src.node.size() &&
+           std::all_of(e.surplus.begin(), e.surplus.end(), [](const auto& t) { return t.second >= 0; });
+}
+
+// The target's nodes that are not source nodes (every copy of an expression
+// the target has more of than the source).
+std::vector<std::size_t> added_nodes(const rule_expressions& e) {
     std::vector<std::size_t> added;
-    for (std::size_t i = 0; i < d.node.size(); ++i)
-        if (surplus[d.node[i]] > 0) added.push_back(i);
+    for (std::size_t i = 0; i < e.dst.node.size(); ++i)
+        if (e.surplus.at(e.dst.node[i]) > 0) added.push_back(i);
     return added;
+}
+
+// may_enable with r's added nodes already found.
+bool may_enable_over(std::span<const std::size_t> added, const io::listed_rule& r, const io::listed_rule& other) {
+    for (std::size_t n : added)
+        for (std::size_t p = 0; p < other.src.size(); ++p)
+            if (unifies(other.src, p, r.dst, n)) return true;
+    return false;
 }
 }  // namespace
 
@@ -124,21 +146,10 @@ commutative_key commutative_form(const io::listed_rule& r) {
     return {expression_texts(r, r.src, r.src_out).outputs, expression_texts(r, r.dst, r.dst_out).outputs};
 }
 
-bool only_adds_operators(const io::listed_rule& r) {
-    const auto s = expression_texts(r, r.src, r.src_out), d = expression_texts(r, r.dst, r.dst_out);
-    if (d.node.size() <= s.node.size()) return false;
-    std::map<std::string, long> have;
-    for (const auto& t : d.node) ++have[t];
-    for (const auto& t : s.node)
-        if (--have[t] < 0) return false;
-    return true;
-}
+bool only_adds_operators(const io::listed_rule& r) { return only_adds(expressions_of(r)); }
 
 bool may_enable(const io::listed_rule& r, const io::listed_rule& other) {
-    for (std::size_t n : added_nodes(r))
-        for (std::size_t p = 0; p < other.src.size(); ++p)
-            if (unifies(other.src, p, r.dst, n)) return true;
-    return false;
+    return may_enable_over(added_nodes(expressions_of(r)), r, other);
 }
 
 std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const> rules) {
@@ -149,7 +160,9 @@ std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const>
     std::vector<std::vector<std::size_t>> enables(n);  // what rule i may enable, but itself and its reverse
     for (std::size_t i = 0; i < n; ++i) {
         const io::listed_rule& r = *rules[i];
-        if (!(adds[i] = only_adds_operators(r))) continue;
+        const rule_expressions e = expressions_of(r);
+        if (!(adds[i] = only_adds(e))) continue;
+        const std::vector<std::size_t> added = added_nodes(e);
         std::set<std::size_t> own{i};
         try {
             // Undoing the step (anywhere the reverse matches over what it
@@ -160,7 +173,7 @@ std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const>
             // The reverse binds a variable only the target reads: none.
         }
         for (std::size_t j = 0; j < n; ++j)
-            if (!own.count(j) && may_enable(r, *rules[j])) enables[i].push_back(j);
+            if (!own.count(j) && may_enable_over(added, r, *rules[j])) enables[i].push_back(j);
     }
     // Rules that enable only such rules are such rules too (a fixpoint: a
     // chain of them never lowers a cost and ends where nothing else applies).
