@@ -6,7 +6,8 @@ usage: cli_test.py TSOPT SOURCE_ROOT WORK_DIR PERTURB_MODEL
 Each check runs the binary and compares its exit code (and a piece of its
 output) with what docs/cli.md promises; failures are collected and printed
 together with the command's output. Measurement is kept short (--budget 1,
---reps 5: the fewest rounds in which a candidate can replace the original); the analytic backend is used where timing is not the point.
+--reps 5 or 6: the fewest rounds in which one candidate, or one of two or three
+tested together, can replace the original); the analytic backend is used where timing is not the point.
 """
 import json
 import math
@@ -296,7 +297,7 @@ rep_c = w("cpu.json")
 # 2 s on these machines: --budget 1 left nothing for the timing in CI. Now
 # measuring stops at half the budget (the cold-cache case below), and 6 s
 # lets this run measure every operator and time the candidates.)
-check("optimize cpu", ["optimize", DEMO, "-o", opt_c, "--backend", "cpu", "--budget", str(6 * SLOWER), "--reps", "5",
+check("optimize cpu", ["optimize", DEMO, "-o", opt_c, "--backend", "cpu", "--budget", str(6 * SLOWER), "--reps", "6",
                        "--top-k", "2", "--report", rep_c, "--dot", w("cpu-pictures")], 0,
       stdout_has=["end-to-end time", "timed end to end", "equal", "picture:"], timeout=240)
 try:
@@ -319,18 +320,24 @@ try:
            json.dumps(r["preprocessing"]))
     expect("cpu report: the rules are the written graph's", r["rules_used_of"] in ("chosen", "none"), r["rules_used_of"])
     # Only a candidate faster than the original in enough rounds may replace
-    # it: a one-sided sign test at 5 % (backend::wins_needed).
-    def wins_needed(n):
-        tail = 0.0
-        for k in range(n, -1, -1):
-            tail += math.comb(n, k) / 2 ** n
-            if tail > 0.05:
-                return k + 1
-        return 0
+    # it: one-sided sign tests at 5 % over the candidates together, Holm's
+    # step-down (backend::confirmed_against_original).
+    def sign_test_p(wins, n):
+        return sum(math.comb(n, k) for k in range(max(wins, 0), n + 1)) / 2 ** n
     wins, rounds = r["candidate_faster_rounds"], r["timing_rounds"]
     expect("cpu report: rounds won per candidate, none for the original",
            len(wins) == len(r["candidate_ms"]) and wins[0] == 0 and all(0 <= k <= rounds for k in wins), json.dumps(wins))
-    eligible = [x for c, x in enumerate(r["candidate_ms"]) if x is not None and (c == 0 or wins[c] >= wins_needed(rounds))]
+    contenders = sorted((c for c, x in enumerate(r["candidate_ms"]) if c > 0 and x is not None), key=lambda c: -wins[c])
+    confirmed = [True] + [False] * (len(wins) - 1)
+    for i, c in enumerate(contenders):
+        if sign_test_p(wins[c], rounds) > 0.05 / (len(contenders) - i):
+            break
+        confirmed[c] = True
+    expect("cpu report: candidate_confirmed is Holm's step-down over the sign tests",
+           r.get("candidate_confirmed") == confirmed, f'{r.get("candidate_confirmed")} vs {confirmed}, wins {wins} of {rounds}')
+    expect("cpu report: --reps 6 times no more candidates than 6 rounds can confirm one of (three)",
+           len(r["candidate_ms"]) - 1 <= 3, json.dumps(r["candidate_ms"]))
+    eligible = [x for c, x in enumerate(r["candidate_ms"]) if x is not None and confirmed[c]]
     expect("cpu report: chosen is the fastest of the original and the candidates confirmed against it",
            abs(r["after"]["end_to_end_ms"] - min(eligible)) <= 1e-12, f'{r["after"]["end_to_end_ms"]} vs {eligible}')
 except Exception as e:  # noqa: BLE001

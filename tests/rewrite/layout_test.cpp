@@ -378,7 +378,10 @@ TEST_CASE("replay locates a layout move by the operators it changes, not by its 
     REQUIRE_FALSE(st.where.empty());
     REQUIRE(st.where != search::layout_changes(g, moves[0]));
     st.variant = 0;  // the index of another move
-    d.stages.push_back({.k = search::derivation_stage::kind::search, .steps = {st}});
+    search::derivation_stage stage;
+    stage.k = search::derivation_stage::kind::search;
+    stage.steps = {st};
+    d.stages.push_back(stage);
     const graph again = search::replay(g, d, {}, cost::analytical{});
     CHECK(again.hash_of_outputs(graph::weights_by::content) == moves[2].hash_of_outputs(graph::weights_by::content));
 

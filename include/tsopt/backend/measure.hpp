@@ -183,9 +183,9 @@ struct pick_result {
     // Candidate 0's outputs on the device: what a caller checks against the
     // operators' definitions (the other candidates were checked against them).
     std::vector<tensor<float>> outputs;
-    // Candidate c ran faster than candidate 0 in wins_needed(rounds) of
-    // the rounds (candidate 0 itself: true). Only a confirmed candidate can
-    // be chosen over candidate 0.
+    // Candidate c won enough of the rounds against candidate 0
+    // (confirmed_against_original; candidate 0 itself: true). Only a
+    // confirmed candidate can be chosen over candidate 0.
     std::vector<bool> confirmed;
     std::vector<int> faster_rounds;  // rounds in which c ran faster than candidate 0 (as timed now, or when first timed)
     int rounds = 0;                  // timed rounds behind ms (those of the earlier run when reused)
@@ -198,32 +198,88 @@ struct known_timing {
     int faster_rounds = 0, rounds = 0;
 };
 
-// How many of `rounds` interleaved rounds a candidate must win against
-// candidate 0 (the original) to replace it: a one-sided sign test on the
-// paired rounds at the confirm_level, the fewest wins that two equally fast
-// graphs (each winning a round with probability 1/2) reach at most that
-// often by chance; rounds + 1 when no count of wins does (under
-// min_pick_rounds). Each round times every candidate back to back, so load
-// that drifts between rounds moves both times of a pair alike, and a faster
-// median alone is not evidence: on the loud 2-vCPU machine a SqueezeNet
-// candidate whose median was 0.2 % below the original's was written and then
-// ran 10 % slower. A fixed share (3/4 of the rounds, before) let chance decide
-// where the budget left few rounds: 3 wins of 3 rounds, 12.5 % for equal
-// graphs, wrote an SRU model's candidate that then ran 9 % slower.
-// 10 rounds ask for 9 wins (1.1 %), 20 (--reps' default) for 15 (2.1 %).
+// A candidate replaces candidate 0 (the original) only when it beat it in
+// enough of the paired rounds: a one-sided sign test, two equally fast graphs
+// each winning a round with probability 1/2. Each round times every
+// candidate back to back, so load that drifts between rounds moves both
+// times of a pair alike, and a faster median alone is not evidence: on the
+// loud 2-vCPU machine a SqueezeNet candidate whose median was 0.2 % below the
+// original's was written and then ran 10 % slower. A fixed share (3/4 of the
+// rounds, before) let chance decide where the budget left few rounds: 3 wins
+// of 3 rounds, 12.5 % for equal graphs, wrote an SRU model's candidate that
+// then ran 9 % slower. The candidates are tested together (Holm's step-down,
+// confirmed_against_original), so the chance that any candidate no faster
+// than the original replaces it stays at confirm_level however many are
+// timed; tested one by one at 5 % each, four such candidates would pass
+// 1 - 0.95^4 = 19 % of the time.
 inline constexpr double confirm_level = 0.05;
-inline int wins_needed(int rounds) {
+
+// P(X >= wins) for X ~ Binomial(rounds, 1/2): how often an equally fast
+// candidate wins at least that many of the rounds by chance.
+inline double sign_test_p(int wins, int rounds) {
+    if (wins <= 0) return 1;
+    if (wins > rounds) return 0;
+    const double n = rounds, log_n_factorial = std::lgamma(n + 1), log_total = n * std::log(2.0);
+    double tail = 0;
+    for (int k = rounds; k >= wins; --k)
+        tail += std::exp(log_n_factorial - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) - log_total);
+    return std::min(tail, 1.0);
+}
+
+// The fewest of `rounds` rounds a candidate must win for the sign test at
+// `level`: rounds + 1 when no count of wins is enough. At 5 %: 5 of 5,
+// 9 of 10, 15 of 20 (--reps' default); at 1.25 % (Holm's first step over
+// four candidates) 7 of 7, 9 of 10, 16 of 20.
+inline int wins_needed(int rounds, double level = confirm_level) {
     if (rounds <= 0) return 1;
-    // P(X >= k) for X ~ Binomial(rounds, 1/2), summed from k = rounds down.
-    const double n = rounds, log_total = n * std::log(2.0);
+    // sign_test_p's sum, term by term from `rounds` wins down.
+    const double n = rounds, log_n_factorial = std::lgamma(n + 1), log_total = n * std::log(2.0);
     double tail = 0;
     for (int k = rounds; k >= 0; --k) {
-        tail += std::exp(std::lgamma(n + 1) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) - log_total);
-        if (tail > confirm_level) return k + 1;
+        tail += std::exp(log_n_factorial - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) - log_total);
+        if (tail > level) return k + 1;
     }
     return 0;
 }
-inline bool confirmed_by(int faster_rounds, int rounds) { return rounds > 0 && faster_rounds >= wins_needed(rounds); }
+
+// The fewest rounds in which one of `contenders` candidates can be
+// confirmed (winning every round: 2^-rounds at most Holm's first level,
+// confirm_level / contenders): 5 for one, 6 for two or three, 7 for four to
+// six.
+inline constexpr int rounds_to_confirm(std::size_t contenders) {
+    const double level = confirm_level / static_cast<double>(std::max<std::size_t>(contenders, 1));
+    int rounds = 0;
+    for (double p = 1; p > level; p /= 2) ++rounds;
+    return rounds;
+}
+inline constexpr int min_pick_rounds = rounds_to_confirm(1);
+
+// Which candidates won enough rounds against candidate 0 to replace it,
+// tested together by Holm's step-down procedure: the m contenders (those not
+// `rejected`; candidate 0 is not one) sorted by rounds won, most first, the
+// i-th (from 0) confirmed when its sign test's p-value is at most
+// confirm_level / (m - i) and every one before it was confirmed. The chance
+// that any candidate no faster than the original is confirmed is at most
+// confirm_level whatever m is (Holm 1979), and every candidate the plain
+// split (each at confirm_level / m) would confirm is confirmed.
+// Candidate 0 is always "confirmed" (it needs no test).
+inline std::vector<bool> confirmed_against_original(std::span<const int> faster_rounds, int rounds,
+                                                    const std::vector<bool>& rejected) {
+    std::vector<bool> confirmed(faster_rounds.size(), false);
+    if (confirmed.empty()) return confirmed;
+    confirmed[0] = true;
+    std::vector<std::size_t> contenders;
+    for (std::size_t c = 1; c < faster_rounds.size(); ++c)
+        if (c >= rejected.size() || !rejected[c]) contenders.push_back(c);
+    std::stable_sort(contenders.begin(), contenders.end(),
+                     [&](std::size_t a, std::size_t b) { return faster_rounds[a] > faster_rounds[b]; });
+    for (std::size_t i = 0; i < contenders.size() && rounds > 0; ++i) {
+        const double level = confirm_level / static_cast<double>(contenders.size() - i);
+        if (sign_test_p(faster_rounds[contenders[i]], rounds) > level) break;
+        confirmed[contenders[i]] = true;
+    }
+    return confirmed;
+}
 
 // AutoGraph's on-board verification over n candidates: outputs(c) runs
 // candidate c once and returns its outputs (candidates are visited in order,
@@ -233,16 +289,15 @@ inline bool confirmed_by(int faster_rounds, int rounds) { return rounds > 0 && f
 // pending work), then max(reps, 1) interleaved rounds of an untimed run and a
 // timed one (time(c): ms of one run), so drifting machine load hits all
 // alike; the fastest median among candidate 0 and the candidates confirmed
-// against it (confirmed_by) wins. `known`: the candidates' timings from an
-// earlier run of the same set (one per candidate): when every accepted
-// candidate has one, nothing is timed and they decide, so the same
+// against it (confirmed_against_original) wins. `known`: the candidates'
+// timings from an earlier run of the same set (one per candidate): when every
+// accepted candidate has one, nothing is timed and they decide, so the same
 // candidates give the same choice whatever the machine's load now.
-// `deadline`: no round starts that would end after it, once min_pick_rounds
-// are done (compiling the candidates' plans, which no estimate made before
-// it can price, came on top of --budget's timing share: NASNet-A's five
-// plans); r.rounds says how many ran. 5: the fewest rounds in which a
-// candidate can be confirmed (5 wins of 5, 3.1 %; 4 of 4 is 6.25 %).
-inline constexpr int min_pick_rounds = 5;
+// `deadline`: no round starts that would end after it, once the rounds in
+// which one of the candidates not rejected can be confirmed are done
+// (rounds_to_confirm; compiling the candidates' plans, which no estimate
+// made before it can price, came on top of --budget's timing share:
+// NASNet-A's five plans); r.rounds says how many ran.
 template <class Outputs, class Run, class Settle, class Time>
 pick_result verify_and_time(std::size_t n, int warmup, int reps, double tolerance, Outputs&& outputs, Run&& run,
                             Settle&& settle, Time&& time, std::span<const std::optional<known_timing>> known = {},
@@ -259,12 +314,9 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
         r.rejected.push_back(!(e <= tolerance));
     }
     auto choose = [&r, n] {
-        r.confirmed.assign(n, false);
-        r.confirmed[0] = true;
-        for (std::size_t c = 1; c < n; ++c) {
-            r.confirmed[c] = !r.rejected[c] && confirmed_by(r.faster_rounds[c], r.rounds);
+        r.confirmed = confirmed_against_original(r.faster_rounds, r.rounds, r.rejected);
+        for (std::size_t c = 1; c < n; ++c)
             if (r.confirmed[c] && r.ms[c] < r.ms[r.best]) r.best = c;
-        }
     };
     bool reuse = known.size() == n && known[0].has_value();
     for (std::size_t c = 0; reuse && c < n; ++c)
@@ -291,10 +343,13 @@ pick_result verify_and_time(std::size_t n, int warmup, int reps, double toleranc
     // candidate, whose own weights had evicted them, a weight-bound model
     // (NasRNN) measured 1.6x slower than it runs.
     const int wanted = std::max(reps, 1);
+    std::size_t contenders = 0;
+    for (std::size_t c = 1; c < n; ++c) contenders += !r.rejected[c];
+    const int at_least = std::min(rounds_to_confirm(contenders), wanted);
     r.rounds = 0;
     for (const auto timed_from = std::chrono::steady_clock::now(); r.rounds < wanted; ++r.rounds) {
         const auto now = std::chrono::steady_clock::now();
-        if (r.rounds >= std::min(min_pick_rounds, wanted) && deadline != std::chrono::steady_clock::time_point::max() &&
+        if (r.rounds >= at_least && deadline != std::chrono::steady_clock::time_point::max() &&
             now + (now - timed_from) / r.rounds > deadline)  // another round, as long as the mean
             break;
         for (std::size_t c = 0; c < n; ++c)

@@ -349,7 +349,7 @@ public:
     // those whose outputs disagree with candidate 0 (the original, for
     // `tsopt optimize`), times the others end to end in interleaved rounds (so
     // drifting machine load hits all alike) and returns the fastest of
-    // candidate 0 and those that beat it in enough rounds (confirmed_by). The
+    // candidate 0 and those that beat it in enough rounds (confirmed_against_original). The
     // times of a candidate set are kept in the measurement cache (keyed by
     // the candidates' content hashes and the reps): the same set, in a later
     // run too, is verified again but not re-timed, so it gets the same choice.
