@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -167,7 +168,11 @@ std::string run_result::summary_text() const {
         s << "resumed from the checkpoint: the candidates of " << resumed_partitions << " fingerprint partition(s), not enumerated again\n";
     if (resumed)
         s << "resumed from the checkpoint: the outcomes of the first " << resumed << " candidates"
-          << (resumed_final_pass ? ", and of the final derivation pass" : "") << "\n";
+          << (resumed_final_pass ? ", and of the final derivation pass"
+              : resumed_final_positions ? ", and of the first " + std::to_string(resumed_final_positions) +
+                                              " candidates of the final derivation pass"
+                                        : std::string())
+          << "\n";
     if (!rank_seconds.empty()) {
         s << "processes: " << rank_seconds.size() << ", verification seconds per process:";
         for (double t : rank_seconds) s << ' ' << seconds_text(t);
@@ -235,6 +240,7 @@ std::string run_result::summary_json() const {
                     {"resumed_candidates", resumed},
                     {"resumed_partitions", resumed_partitions},
                     {"resumed_final_pass", resumed_final_pass},
+                    {"resumed_final_positions", resumed_final_positions},
                     {"disconnected_sources", disconnected_sources},
                     {"commutative_duplicates", commutative_duplicates},
                     {"commutation_only", commutation_only},
@@ -523,9 +529,19 @@ run_result run(const run_config& c) {
         };
         // --checkpoint: what a checkpoint must agree on to be resumed (the
         // spec, the options that decide outcomes, the candidates in
-        // verification order), whether the final derivation pass is done,
-        // and the outcomes of its first `at` positions.
-        const std::string checkpoint_magic = "tsopt-gen checkpoint 2";
+        // verification order), how far the final derivation pass got, and
+        // the outcomes of its first `at` positions.
+        const std::string checkpoint_magic = "tsopt-gen checkpoint 3";
+        // The final derivation pass's progress: its list (the Z3 non-proofs
+        // when it began, in verification order: a candidate it derives
+        // leaves the non-proofs, so the list cannot be recomputed on resume,
+        // and a position decides the depth of its search) and how many of
+        // its positions are done, in slices of `chunk`.
+        struct final_pass_state {
+            bool started = false, done = false;
+            std::vector<std::size_t> left;
+            std::size_t at = 0;
+        } fin;
         const std::string identity = [&] {
             hashing::fnv1a f;
             for (auto i : order) {
@@ -539,11 +555,15 @@ run_result run(const run_config& c) {
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
             return id.str();
         }();
-        auto write_checkpoint = [&](std::size_t at, bool final_pass_done) {
+        auto write_checkpoint = [&](std::size_t at) {
             byte_writer w;
             w.text(checkpoint_magic);
             w.text(identity);
-            w.pod<std::uint8_t>(final_pass_done);
+            w.pod<std::uint8_t>(fin.done);
+            w.pod<std::uint8_t>(fin.started);
+            w.pod<std::uint64_t>(fin.left.size());
+            for (auto i : fin.left) w.pod<std::uint64_t>(i);
+            w.pod<std::uint64_t>(fin.at);
             w.pod<std::uint64_t>(at);
             w.pod<std::uint64_t>(queries_dealt);
             w.pod<std::uint64_t>(at);
@@ -551,22 +571,34 @@ run_result run(const run_config& c) {
             write_file(c.checkpoint, w.out);
         };
         std::size_t resume_at = 0;
-        bool final_pass_done = false;
         if (!c.checkpoint.empty() && std::filesystem::exists(c.checkpoint)) {
             std::ifstream in(c.checkpoint, std::ios::binary);
             std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
             if (!in && !in.eof()) throw error("--checkpoint " + c.checkpoint + ": cannot read it");
             try {
                 byte_reader rd{bytes};
-                if (rd.text() != checkpoint_magic) throw error("not a tsopt-gen checkpoint of this version (2)");
+                if (rd.text() != checkpoint_magic) throw error("not a tsopt-gen checkpoint of this version (3)");
                 if (auto id = rd.text(); id != identity)
                     throw error("it was written by another run (" + id + "); this run: " + identity +
                                 ". Delete it to start afresh, or resume with the options it was written with");
-                const auto final_flag = rd.pod<std::uint8_t>();
+                const auto done_flag = rd.pod<std::uint8_t>(), started_flag = rd.pod<std::uint8_t>();
+                if (done_flag > 1 || started_flag > 1 || done_flag > started_flag)
+                    throw error("its final derivation pass flags are corrupt");
+                const auto n_left = rd.pod<std::uint64_t>();
+                if (n_left > ps.size()) throw error("its final derivation pass lists more candidates than there are");
+                std::vector<std::size_t> left(static_cast<std::size_t>(n_left));
+                for (auto& i : left)
+                    if ((i = static_cast<std::size_t>(rd.pod<std::uint64_t>())) >= ps.size())
+                        throw error("its final derivation pass lists candidate " + std::to_string(i) + " of " +
+                                    std::to_string(ps.size()));
+                const auto final_at = rd.pod<std::uint64_t>();
+                if (final_at > n_left || (done_flag && final_at != n_left) || (!started_flag && (n_left || final_at)))
+                    throw error("its final derivation pass position " + std::to_string(final_at) + " does not fit its " +
+                                std::to_string(n_left) + " candidates");
                 auto at = rd.pod<std::uint64_t>();
-                if (final_flag > 1 || (final_flag && at != ps.size()))
-                    throw error("it marks the final derivation pass done before the last chunk");
-                final_pass_done = final_flag == 1;
+                if (started_flag && at != ps.size())
+                    throw error("it marks the final derivation pass begun before the last chunk");
+                fin = {started_flag == 1, done_flag == 1, std::move(left), static_cast<std::size_t>(final_at)};
                 auto dealt = rd.pod<std::uint64_t>();
                 if (at > ps.size() || (at % chunk != 0 && at != ps.size()))
                     throw error("its position " + std::to_string(at) + " is no chunk boundary of " + std::to_string(ps.size()) +
@@ -576,6 +608,12 @@ run_result run(const run_config& c) {
                 if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last outcome");
                 for (std::size_t k = 0; k < at; ++k)
                     if (status[order[k]] == 6) throw error("a candidate it holds still waits for Z3");
+                // Those the final pass has yet to take are Z3 non-proofs;
+                // those it took are too, or derived.
+                for (std::size_t k = 0; k < fin.left.size(); ++k)
+                    if (const int st = status[fin.left[k]]; st != 1 && st != 2 && (k >= fin.at || st != 4))
+                        throw error("its final derivation pass lists candidate " + std::to_string(fin.left[k]) +
+                                    ", which is no Z3 non-proof (status " + std::to_string(st) + ")");
                 resume_at = static_cast<std::size_t>(at);
                 queries_dealt = static_cast<std::size_t>(dealt);
             } catch (const error& e) {
@@ -588,7 +626,8 @@ run_result run(const run_config& c) {
                         for (auto& er : name_rules(fws[order[k]], bws[order[k]], fw_ok[order[k]], bw_ok[order[k]], "", true))
                             base.add(er.r);
             r.resumed = resume_at;
-            r.resumed_final_pass = final_pass_done;
+            r.resumed_final_pass = fin.done;
+            r.resumed_final_positions = fin.at;
         }
         if (c.team) {  // every process resumes at the same place (one file, on a shared file system)
             byte_writer w;
@@ -774,7 +813,7 @@ run_result run(const run_config& c) {
                 if (!c.checkpoint.empty() && rank == 0 &&
                     (chunk_end == ps.size() ||
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >= c.checkpoint_every_s)) {
-                    write_checkpoint(chunk_end, false);
+                    write_checkpoint(chunk_end);
                     last_checkpoint = std::chrono::steady_clock::now();
                 }
             }
@@ -783,30 +822,59 @@ run_result run(const run_config& c) {
             // final_derive_limit of them, in order, deeper (a deep search
             // over N=4's thousands of non-proofs and 15,000 rules would take
             // hours). The base no longer changes, so each outcome depends on
-            // the candidate alone and the threads share the list.
-            if (c.derive && !failed && team_failure.empty() && !final_pass_done) {
-                std::vector<std::size_t> left;
-                for (std::size_t k = 0; k < ps.size(); ++k)
-                    if (status[order[k]] == 1 || status[order[k]] == 2) left.push_back(order[k]);
-                std::atomic<std::size_t> at{0};
-                auto work = [&] {
-                    try {
-                        for (std::size_t j; (j = rank + at.fetch_add(1) * procs) < left.size() && !failed;)
-                            rederive(left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
-                    } catch (...) {
-                        std::lock_guard lk(cm);
-                        if (!failure) failure = std::current_exception();
-                        failed = true;
+            // the candidate alone and the threads share the list. In slices
+            // of `chunk` positions, each exchanged and checkpointed like a
+            // chunk: a run killed inside the pass resumes after the slices
+            // its checkpoint holds.
+            if (c.derive && !failed && team_failure.empty() && !fin.done) {
+                if (!fin.started) {
+                    for (std::size_t k = 0; k < ps.size(); ++k)
+                        if (status[order[k]] == 1 || status[order[k]] == 2) fin.left.push_back(order[k]);
+                    fin.started = true;
+                    fin.at = 0;
+                }
+                // Test hook (tests/generator/checkpoint_test.sh): end the
+                // process as SIGKILL would, right after the checkpoint of the
+                // given number of slices, so that a test can resume from
+                // inside the pass however fast this machine runs it.
+                const char* kill_after = std::getenv("TSOPT_GEN_TEST_KILL_AFTER_FINAL_SLICES");
+                int slices_written = 0;
+                auto of_left = [&](std::size_t k) { return fin.left[k]; };
+                for (std::size_t fb = fin.at; !fin.done && !failed;) {
+                    const std::size_t fe = std::min(fin.left.size(), fb + chunk);
+                    const std::size_t first = first_of_share(fb, rank, procs);
+                    std::atomic<std::size_t> at{0};
+                    auto work = [&] {
+                        try {
+                            for (std::size_t j; (j = first + at.fetch_add(1) * procs) < fe && !failed;)
+                                rederive(fin.left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
+                        } catch (...) {
+                            std::lock_guard lk(cm);
+                            if (!failure) failure = std::current_exception();
+                            failed = true;
+                        }
+                    };
+                    timed([&] {
+                        std::vector<std::jthread> helpers;
+                        for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
+                        work();
+                    });
+                    if (!exchange(share(fb, fe, of_left))) break;
+                    fin.at = fb = fe;
+                    fin.done = fe == fin.left.size();
+                    rep.update("final derivation pass over the " + std::to_string(fin.left.size()) + " Z3 non-proofs (" +
+                                   std::to_string(n_derived.load()) + " derived in all)",
+                               fin.at, fin.left.size());
+                    // Its outcomes kept too: a run killed after it does not redo it.
+                    if (!c.checkpoint.empty() && rank == 0 &&
+                        (fin.done ||
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
+                             c.checkpoint_every_s)) {
+                        write_checkpoint(ps.size());
+                        last_checkpoint = std::chrono::steady_clock::now();
+                        if (kill_after && ++slices_written == std::atoi(kill_after)) std::_Exit(137);
                     }
-                };
-                timed([&] {
-                    std::vector<std::jthread> helpers;
-                    for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
-                    work();
-                });
-                // Its outcomes kept too: a run killed after it does not redo it.
-                if (exchange(share(0, left.size(), [&](std::size_t j) { return left[j]; })) && !c.checkpoint.empty() && rank == 0)
-                    write_checkpoint(ps.size(), true);
+                }
             }
             {
                 std::lock_guard lk(cm);

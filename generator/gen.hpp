@@ -529,6 +529,7 @@ struct run_result {
     std::vector<double> rank_enumerate_seconds;  // each process's walk of its subtrees
     std::uint64_t resumed = 0;  // candidates whose outcomes came from the checkpoint
     bool resumed_final_pass = false;  // the final derivation pass's outcomes came from the checkpoint
+    std::uint64_t resumed_final_positions = 0;  // of the final derivation pass's list, those the checkpoint held
     unsigned resumed_partitions = 0;  // fingerprint partitions whose candidates came from the checkpoint
     std::string spec_hash;
     bool verified = false;

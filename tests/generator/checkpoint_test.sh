@@ -1,7 +1,7 @@
 #!/bin/sh
 # --checkpoint (issue #22): a run killed during verification and started
 # again with the same checkpoint resumes after the chunks it holds (and the
-# final derivation pass, once done), without enumerating and pairing again
+# final derivation pass, or the slices of it done), without enumerating and pairing again
 # (FILE.candidates), and ends with the listing
 # and header of an uninterrupted run; so does one over MPI ranks (when
 # tsopt-gen-mpi is given), and one killed between two fingerprint
@@ -64,6 +64,25 @@ expect_error "a truncated checkpoint" "--checkpoint $dir/cut.ck" "$gen" $args --
 expect_error "--reuse-solver" "--checkpoint with --reuse-solver" "$gen" $args --reuse-solver --checkpoint "$dir/r.ck"
 head -c 300 "$dir/one.ck.candidates" > "$dir/cutc.ck.candidates"
 expect_error "a truncated candidates checkpoint" "--checkpoint $dir/cutc.ck.candidates" "$gen" $args --checkpoint "$dir/cutc.ck"
+# Killed inside the final derivation pass (after the checkpoint of its first
+# slice of --derive-chunk positions; the test hook ends the process as
+# SIGKILL would, since the pass is over in milliseconds here): the resumed run
+# takes the slices the file holds and derives only the rest.
+fargs="$args --derive-chunk 2"
+"$gen" $fargs --listing "$dir/fref.txt" --header "$dir/fref.hpp" --summary "$dir/fref.json" ||
+  { echo "FAIL: uninterrupted --derive-chunk 2 run exited $?"; exit 1; }
+TSOPT_GEN_TEST_KILL_AFTER_FINAL_SLICES=1 "$gen" $fargs --checkpoint "$dir/f.ck" --checkpoint-every-s 0 --listing "$dir/fkilled.txt"
+rc=$?
+[ $rc -eq 137 ] || { echo "FAIL: the run to be killed inside the final derivation pass exited $rc"; fail=1; }
+[ -e "$dir/fkilled.txt" ] && { echo "FAIL: the run killed inside the final pass wrote a listing"; fail=1; }
+"$gen" $fargs --checkpoint "$dir/f.ck" --listing "$dir/f.txt" --header "$dir/f.hpp" --summary "$dir/f.json" ||
+  { echo "FAIL: the run resumed inside the final pass exited $?"; exit 1; }
+grep -q '"resumed_final_positions": [1-9]' "$dir/f.json" && grep -q '"resumed_final_pass": false' "$dir/f.json" ||
+  { echo "FAIL: the summary does not say the final pass was resumed part way"; fail=1; }
+for f in txt hpp; do
+  if cmp -s "$dir/fref.$f" "$dir/f.$f"; then echo "ok: .$f identical: killed inside the final derivation pass, then resumed"
+  else echo "FAIL: .$f differs after resuming inside the final derivation pass"; diff "$dir/fref.$f" "$dir/f.$f" | head -10; fail=1; fi
+done
 # Killed once the first of 4 fingerprint partitions is paired (the
 # verification checkpoint may not exist yet): the resumed run pairs only the
 # partitions after those the file holds.
