@@ -563,6 +563,22 @@ TEST_CASE("dnnl: per-channel constant adds / multiplies and activations after a 
     test::check_against_reference(q, 1e-4, 4, &b);
     CHECK(b.stats(q).fused_ops == 2);
     CHECK(b.stats(q).primitives == 1);
+
+    // Layouts asked for along the chain do not stop it (the search's layout
+    // moves mark a conv NHWC and not the bias and ReLU after it, or the
+    // other way round): one primitive either way, the same values.
+    for (int marked = 0; marked < 3; ++marked) {
+        graph l = g;
+        for (std::size_t i = 0; i < l.size(); ++i)
+            if (l.nodes[i].kind == node_kind::op &&
+                (marked == 0 ? l.nodes[i].is_op(spec::op_kind::conv2d) : marked == 1 ? !l.nodes[i].is_op(spec::op_kind::conv2d)
+                                                                                        : l.nodes[i].is_op(spec::op_kind::relu)))
+                l.nodes[i].out_layout = spec::layout::nhwc;
+        INFO("layout marks ", marked);
+        test::check_against_reference(l, 1e-4, 5, &b);
+        CHECK(b.stats(l).fused_ops == 4);
+        CHECK(b.stats(l).primitives == 1);
+    }
 }
 
 // The adds of g that run as post-ops (sum or binary) of another node's primitive, ascending.

@@ -1112,3 +1112,68 @@ TEST_CASE("import: a Transpose undoing the Transpose it reads is the identity; o
     CHECK(transposes(kept) == 2);
     CHECK(kept.shape_of(kept.outputs[0]) == shape{1, 4, 2, 3});
 }
+
+TEST_CASE("import: the layout pairs the exporter writes give their layouts back, so a written model runs as it was timed") {
+    // A conv stored NHWC and a matmul stored column-major, each written as
+    // its ONNX computation and a Transpose pair (`<name>/nhwc`,
+    // `<name>/col_major`): read back, the pair is gone and the operator
+    // keeps its layout.
+    std::mt19937_64 rng(3);
+    graph g;
+    auto x = g.input("x", {1, 8, 6, 6});
+    auto c = g.conv2d(x, g.weight("w", {8, 8, 3, 3}, rng), {}, "conv");
+    auto p = g.pool(spec::op_kind::avgpool, c, {.kernel = 3, .stride = 2}, "pool");
+    g.nodes[static_cast<std::size_t>(c.node)].out_layout = spec::layout::nhwc;
+    auto a = g.input("a", {4, 5});
+    auto m = g.matmul(a, g.weight("b", {5, 3}, rng), {}, "mm");
+    g.nodes[static_cast<std::size_t>(m.node)].out_layout = spec::layout::col_major;
+    g.mark_output(p);
+    g.mark_output(g.relu(m));
+    const graph back = round_trip(g);
+    auto layout_of = [&](spec::op_kind k) {
+        for (const node& n : back.nodes)
+            if (n.is_op(k)) return n.out_layout;
+        FAIL("no " << spec::name(k));
+        return spec::layout::row_major;
+    };
+    CHECK(layout_of(spec::op_kind::conv2d) == spec::layout::nhwc);
+    CHECK(layout_of(spec::op_kind::matmul) == spec::layout::col_major);
+    CHECK(layout_of(spec::op_kind::avgpool) == spec::layout::row_major);
+    CHECK(layout_of(spec::op_kind::relu) == spec::layout::row_major);
+    // With a fused activation the exporter writes the operator and then the
+    // activation (`<name>/pre_act`): both take the layout, so the backend
+    // fuses them again as it did before the model was written.
+    graph f;
+    auto fx = f.input("x", {1, 8, 6, 6});
+    auto fc = f.conv2d(fx, f.weight("w", {8, 8, 3, 3}, rng), {.act = relu}, "conv");
+    f.nodes[static_cast<std::size_t>(fc.node)].out_layout = spec::layout::nhwc;
+    f.mark_output(f.pool(spec::op_kind::maxpool, fc, {.kernel = 3, .stride = 2}, "pool"));
+    const graph f_back = round_trip(f);
+    int nhwc_ops = 0;
+    for (const node& n : f_back.nodes) {
+        if (n.is_op(spec::op_kind::conv2d) || n.is_op(spec::op_kind::relu)) CHECK(n.out_layout == spec::layout::nhwc);
+        nhwc_ops += n.out_layout == spec::layout::nhwc;
+    }
+    CHECK(nhwc_ops == 2);
+    CHECK(max_error(f, f_back) <= 1e-6);
+    CHECK(ops_of(back).find("transpose") == std::string::npos);
+    CHECK(ops_of(back) == ops_of(g));
+    CHECK(max_error(g, back) <= 1e-6);
+    // The same transposes written by someone else (other names) cancel, but
+    // set no layout: only the exporter's pairs say where a value is stored.
+    graph h;
+    auto y = h.input("y", {1, 8, 6, 6});
+    auto k = h.conv2d(y, h.weight("k", {8, 8, 3, 3}, rng), {}, "conv");
+    spec::op_params to{}, from{};
+    const int nhwc[] = {0, 2, 3, 1}, nchw[] = {0, 3, 1, 2};
+    to[spec::transpose_p::perm] = 4 << 24;
+    from[spec::transpose_p::perm] = 4 << 24;
+    for (int i = 0; i < 4; ++i) {
+        to[spec::transpose_p::perm] |= nhwc[i] << (3 * i);
+        from[spec::transpose_p::perm] |= nchw[i] << (3 * i);
+    }
+    h.mark_output(h.add1(spec::op_kind::transpose, from, {h.add1(spec::op_kind::transpose, to, {k}, "to_channels_last")}, "back"));
+    const graph h_back = round_trip(h);
+    CHECK(ops_of(h_back).find("transpose") == std::string::npos);
+    for (const node& n : h_back.nodes) CHECK(n.out_layout == spec::layout::row_major);
+}

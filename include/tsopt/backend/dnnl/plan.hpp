@@ -90,8 +90,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // after a matmul (GELU, a residual add) as its post-ops; 17: the same after
 // a pooling without an activation; 18: not after a row-major pooling, and
 // no full-size post-op operand in another layout than the output's; 19:
-// x + x and x * x as eltwise post-ops).
-inline constexpr int lowering_revision = 19;
+// x + x and x * x as eltwise post-ops; 20: the chain goes on past an
+// operator that asks for another layout).
+inline constexpr int lowering_revision = 20;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

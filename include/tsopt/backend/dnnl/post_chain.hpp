@@ -116,7 +116,13 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         if (!next) break;
         const auto [nx, slot] = *next;
         const node& n = L.at(nx);
-        if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.out_layout != L.at(i).out_layout || n.shapes[0] != out) break;
+        // A layout a later operator asks for (NHWC, say, from the search's
+        // layout moves) does not stop the chain: layouts are where values
+        // are stored, and every reader converts what it gets, so the fused
+        // result keeps node i's layout. Stopping there, a layout move on a
+        // convolution left its bias, ReLU6 and residual add as steps of
+        // their own (MobileNetV2: 55 -> 81 steps, 0.93x of the original).
+        if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.shapes[0] != out) break;
         std::pair<float, float> ab{0.f, 0.f};
         std::vector<std::size_t> covered;
         if (n.kind == node_kind::opaque) {

@@ -111,6 +111,42 @@ private:
     std::int64_t opset_ = 0;
     graph g_;
     bool transposes_cancelled_ = false;  // a Transpose pair became the identity: its first half is dead
+    // The pair exporter::express_layout writes for a value stored in another
+    // layout (its first Transpose named `<name>/nhwc` or `<name>/col_major`)
+    // gives that layout back to the operator computing the value, so the
+    // written model runs as the graph that was timed before it was written
+    // (tsopt optimize's end-to-end pick): without it, a candidate whose NHWC
+    // choices were timed ran with none of them once read back.
+    // `second_perm` is the pair's second (undoing) permutation.
+    void restore_layout(const node& first, const std::vector<std::int64_t>& second_perm) {
+        const auto ends_with = [](const std::string& name, std::string_view suffix) {
+            return name.size() > suffix.size() && std::string_view(name).ends_with(suffix);
+        };
+        const int r = static_cast<int>(second_perm.size());
+        std::optional<spec::layout> l;
+        if (r == 4 && second_perm == std::vector<std::int64_t>{0, 3, 1, 2} && ends_with(first.name, "/nhwc")) l = spec::layout::nhwc;
+        if (r >= 2 && ends_with(first.name, "/col_major")) {
+            bool swap = second_perm[static_cast<std::size_t>(r - 2)] == r - 1 && second_perm[static_cast<std::size_t>(r - 1)] == r - 2;
+            for (int k = 0; k < r - 2; ++k) swap = swap && second_perm[static_cast<std::size_t>(k)] == k;
+            if (swap) l = spec::layout::col_major;
+        }
+        if (!l) return;
+        // An operator with a fused activation is written as its ONNX
+        // computation (output `<name>/pre_act`) and the activation: both
+        // take the layout, so that they fuse again in the backend.
+        for (value v = first.inputs[0];;) {
+            node& producer = g_.nodes[static_cast<std::size_t>(v.node)];
+            const spec::layout_mask m = producer.kind == node_kind::op ? spec::decl(producer.op).layouts : 0;
+            if (producer.kind != node_kind::op || producer.num_outputs() != 1 || producer.out_layout != spec::layout::row_major ||
+                m == spec::any_layout || !(m & (1u << static_cast<int>(*l))))
+                return;
+            producer.out_layout = *l;
+            const bool activation = producer.is_op(spec::op_kind::relu) || producer.is_op(spec::op_kind::sigmoid) ||
+                                    producer.is_op(spec::op_kind::tanh);
+            if (!activation || !ends_with(g_.at(producer.inputs[0]).name, "/pre_act")) return;
+            v = producer.inputs[0];
+        }
+    }
     std::map<std::string, sym, std::less<>> syms_;
     std::map<std::string, declared_shape, std::less<>> declared_, inferred_;
     std::deque<pb::TensorProto> owned_;                           // tensors made from Constant attributes
@@ -949,6 +985,7 @@ private:
                 for (int i = 0; undoes && i < r; ++i) undoes = ((q >> (3 * perm[static_cast<std::size_t>(i)])) & 7) == i;
                 if (undoes) {
                     transposes_cancelled_ = true;
+                    restore_layout(src, perm);
                     return {src.inputs[0]};
                 }
             }
