@@ -13,6 +13,8 @@
 // are shared, and alternation lets load drift hit both alike.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "dnnl_fill.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,12 +28,7 @@ using namespace dnnl;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-// Small non-zero values everywhere: uninitialised memory can hold denormals.
-void fill(memory& m) {
-    auto* p = static_cast<float*>(m.get_data_handle());
-    const std::size_t n = m.get_desc().get_size() / sizeof(float);
-    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.f - 0.5f;
-}
+using tsopt::bench::fill;
 
 struct timed_primitive {
     primitive p;
