@@ -136,10 +136,10 @@ private:
         // take the layout, so that they fuse again in the backend.
         for (value v = first.inputs[0];;) {
             node& producer = g_.nodes[static_cast<std::size_t>(v.node)];
-            const spec::layout_mask m = producer.kind == node_kind::op ? spec::decl(producer.op).layouts : 0;
-            if (producer.kind != node_kind::op || producer.num_outputs() != 1 || producer.out_layout != spec::layout::row_major ||
-                m == spec::any_layout || !(m & (1u << static_cast<int>(*l))))
+            if (producer.kind != node_kind::op || producer.num_outputs() != 1 || producer.out_layout != spec::layout::row_major)
                 return;
+            const spec::layout_mask m = spec::decl(producer.op).layouts;
+            if (m == spec::any_layout || !(m & (1u << static_cast<int>(*l)))) return;
             producer.out_layout = *l;
             const bool activation = producer.is_op(spec::op_kind::relu) || producer.is_op(spec::op_kind::sigmoid) ||
                                     producer.is_op(spec::op_kind::tanh);
