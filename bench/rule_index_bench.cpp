@@ -4,13 +4,18 @@
 //    rewrite::rule_index, both finding the same matches;
 //  - search: expansions per second of the relaxed backtracking search
 //    (which matches through the index), over a fixed number of expansions.
-// Rule sets: the committed N=2 table, and samples of 300, 3,000, 30,000 ...
+// Rule sets: the base (the built-in default set, or --base LISTING, e.g. an
+// N=2 run's), and samples of 300, 3,000, 30,000 ...
 // rules (every k-th rule, so each sample spreads over all operators) of the
 // union of the listings given (tsopt-gen --listing; loaded and checked like
 // tsopt optimize --rules FILE). Sizes beyond the union are left out.
 //
-// usage: rule_index_bench [--listing FILE]... [--sizes 300,3000,30000]
-//                         [--models resnet18,...] [--expansions N] [--reps N]
+// Besides expansions per second, each row gives the graphs the search
+// generated, the applications refused (a target that does not fit) and the
+// duplicates, over its expansions: the work per expansion grows with them.
+//
+// usage: rule_index_bench [--listing FILE]... [--base LISTING] [--sizes 300,3000,30000]
+//                         [--models resnet18,...] [--expansions N] [--reps N] [--top-rules N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,6 +71,7 @@ int main(int argc, char** argv) try {
     std::size_t expansions = 40;
     int reps = 5;
     std::size_t top_rules = 0;  // print the rules with the most matches per model (largest set)
+    std::string base_listing;   // the set the others are compared with; default: the built-in one
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -80,9 +86,10 @@ int main(int argc, char** argv) try {
         else if (a == "--expansions") expansions = std::stoul(next());
         else if (a == "--reps") reps = std::stoi(next());
         else if (a == "--top-rules") top_rules = std::stoul(next());
+        else if (a == "--base") base_listing = next();
         else {
-            std::cerr << "usage: rule_index_bench [--listing FILE]... [--sizes 300,3000,30000] [--models a,b] "
-                         "[--expansions N] [--reps N]\n";
+            std::cerr << "usage: rule_index_bench [--listing FILE]... [--base LISTING] [--sizes 300,3000,30000] "
+                         "[--models a,b] [--expansions N] [--reps N] [--top-rules N]\n";
             return a == "--help" ? 0 : 2;
         }
     }
@@ -98,8 +105,13 @@ int main(int argc, char** argv) try {
         std::fprintf(stderr, "loaded %s: %zu rules (union %zu)\n", path.c_str(), loaded.back()->rules().size(), pool.size());
     }
     std::vector<rule_set_row> sets;
-    auto gen = tsopt::rules::default_rules();
-    sets.push_back({"N=2 table", std::vector<rewrite::rule>(gen.begin(), gen.end())});
+    if (base_listing.empty()) {
+        auto built_in = tsopt::rules::default_rules();
+        sets.push_back({"default", std::vector<rewrite::rule>(built_in.begin(), built_in.end())});
+    } else {
+        loaded.push_back(std::make_unique<rules::loaded_rules>(rules::load_listing(base_listing)));
+        sets.push_back({"base", std::vector<rewrite::rule>(loaded.back()->rules().begin(), loaded.back()->rules().end())});
+    }
     for (std::size_t k : sizes) {
         if (k > pool.size()) {
             std::fprintf(stderr, "size %zu left out: the listings hold %zu rules\n", k, pool.size());
@@ -111,8 +123,8 @@ int main(int argc, char** argv) try {
     }
     if (!pool.empty() && sets.back().rules.size() < pool.size()) sets.push_back({"all " + std::to_string(pool.size()), pool});
 
-    std::printf("%-14s %-13s %7s %8s | %12s %12s %8s | %10s %9s\n", "rule set", "model", "rules", "matches",
-                "match all ms", "indexed ms", "speedup", "expand/s", "vs N=2");
+    std::printf("%-14s %-13s %7s %8s | %12s %12s %8s | %10s %9s | %8s %8s %8s\n", "rule set", "model", "rules", "matches",
+                "match all ms", "indexed ms", "speedup", "expand/s", "vs base", "graphs", "rejected", "dupes");
     std::vector<double> base_rate(models.size(), 0);
     for (const auto& set : sets) {
         const rewrite::rule_index idx(set.rules);
@@ -149,9 +161,9 @@ int main(int argc, char** argv) try {
                            .run(g, cost::analytical{});
             double rate = static_cast<double>(res.rep.expansions) / res.rep.elapsed.count();
             if (&set == &sets.front()) base_rate[mi] = rate;
-            std::printf("%-14s %-13s %7zu %8zu | %12.2f %12.2f %7.1fx | %10.1f %8.2fx\n", set.name.c_str(), models[mi].c_str(),
-                        set.rules.size(), indexed_matches, brute_ms, indexed_ms, brute_ms / indexed_ms, rate,
-                        base_rate[mi] > 0 ? rate / base_rate[mi] : 0.0);
+            std::printf("%-14s %-13s %7zu %8zu | %12.2f %12.2f %7.1fx | %10.1f %8.2fx | %8zu %8zu %8zu\n", set.name.c_str(),
+                        models[mi].c_str(), set.rules.size(), indexed_matches, brute_ms, indexed_ms, brute_ms / indexed_ms, rate,
+                        base_rate[mi] > 0 ? rate / base_rate[mi] : 0.0, res.rep.generated, res.rep.rejected, res.rep.dedup_hits);
             std::fflush(stdout);
         }
     }

@@ -437,6 +437,11 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     rewrite::fold_cache cache;
     auto f1 = rewrite::fold_constants(g, cache), f2 = rewrite::fold_constants(g, cache);
     CHECK(f1.structural_hash() == f2.structural_hash());
+    // Folding a graph given up (the search's) gives what folding a copy does;
+    // one with nothing to fold comes back as it was.
+    CHECK(rewrite::fold_constants(graph(g), cache).structural_hash() == f1.structural_hash());
+    CHECK(ops_of(rewrite::fold_constants(graph(f1), cache)) == ops_of(f1));
+    CHECK(rewrite::fold_constants(graph(f1), cache).structural_hash() == f1.structural_hash());
     CHECK(cache.restarts() == 0);
 
     // Bounded: with room for less than one fold it starts over after each,

@@ -269,7 +269,7 @@ public:
     // constant operator, or an operator whose inputs are all such.
     std::vector<bool> constant_mask() const {
         std::vector<bool> k(nodes.size(), false);
-        for (std::size_t i : topological_order()) {
+        for_each_inputs_first([&](std::size_t i) {
             const node& n = nodes[i];
             if (n.kind == node_kind::weight) k[i] = true;
             else if (n.kind == node_kind::op) {
@@ -277,30 +277,32 @@ public:
                 for (value v : n.inputs) all = all && k[static_cast<std::size_t>(v.node)];
                 k[i] = all;
             }
-        }
+        });
         return k;
     }
 
     // Kahn's algorithm; throws naming a node on a cycle.
     std::vector<std::size_t> topological_order() const {
-        std::vector<int> indeg(nodes.size(), 0);
-        auto cons = consumers();
-        for (std::size_t i = 0; i < nodes.size(); ++i) indeg[i] = static_cast<int>(nodes[i].inputs.size());
-        std::vector<std::size_t> order, ready;
-        for (std::size_t i = nodes.size(); i-- > 0;)
-            if (indeg[i] == 0) ready.push_back(i);
-        while (!ready.empty()) {
-            std::size_t i = ready.back();
-            ready.pop_back();
-            order.push_back(i);
-            for (auto it = cons[i].rbegin(); it != cons[i].rend(); ++it)
-                if (--indeg[static_cast<std::size_t>(it->first)] == 0) ready.push_back(static_cast<std::size_t>(it->first));
-        }
+        auto order = kahn_order();
         if (order.size() != nodes.size()) {
+            std::vector<bool> placed(nodes.size(), false);
+            for (std::size_t i : order) placed[i] = true;
             for (std::size_t i = 0; i < nodes.size(); ++i)
-                if (indeg[i] > 0) throw error("graph has a cycle through " + nodes[i].describe());
+                if (!placed[i]) throw error("graph has a cycle through " + nodes[i].describe());
         }
         return order;
+    }
+    bool acyclic() const { return kahn_order().size() == nodes.size(); }
+
+    // Whether every node's inputs come before it (a compacted graph, one built
+    // operator by operator): then 0, 1, ... is a topological order, and the
+    // passes that need only some such order (constant_mask, node_hashes)
+    // skip sorting.
+    bool inputs_precede() const {
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            for (value v : nodes[i].inputs)
+                if (v.node < 0 || static_cast<std::size_t>(v.node) >= i) return false;
+        return true;
     }
 
     // Full check: references, acyclicity, shapes, outputs. Throws tsopt::error
@@ -322,30 +324,18 @@ public:
 
     // A copy holding only nodes that reach an output, in topological order,
     // with ids renumbered. Inputs are always kept (they are the interface).
-    graph compacted() const {
-        std::vector<bool> live(nodes.size(), false);
-        std::vector<std::size_t> stack;
-        for (value v : outputs) stack.push_back(static_cast<std::size_t>(v.node));
-        while (!stack.empty()) {
-            std::size_t i = stack.back();
-            stack.pop_back();
-            if (live[i]) continue;
-            live[i] = true;
-            for (value v : nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
-        }
-        for (std::size_t i = 0; i < nodes.size(); ++i)
-            if (nodes[i].kind == node_kind::input) live[i] = true;
-        std::vector<std::int32_t> remap(nodes.size(), -1);
-        graph g;
-        for (std::size_t i : topological_order()) {
-            if (!live[i]) continue;
-            remap[i] = static_cast<std::int32_t>(g.nodes.size());
-            node n = nodes[i];
-            for (value& v : n.inputs) v.node = remap[static_cast<std::size_t>(v.node)];
-            g.nodes.push_back(std::move(n));
-        }
-        for (value v : outputs) g.outputs.push_back({remap[static_cast<std::size_t>(v.node)], v.output});
-        return g;
+    // On a graph about to be dropped, std::move(g).compacted() moves the
+    // nodes instead of copying them.
+    graph compacted() const& {
+        return compact([&](std::size_t i) { return nodes[i]; });
+    }
+    graph compacted() && {
+        return compact([&](std::size_t i) { return std::move(nodes[i]); });
+    }
+    // The same, telling where each node went: new_id[i] is node i's id in
+    // the result, -1 for a node dropped.
+    graph compacted(std::vector<std::int32_t>& new_id) && {
+        return compact([&](std::size_t i) { return std::move(nodes[i]); }, &new_id);
     }
 
     // How node_hashes names a weight: by the address of its data (cheap; the
@@ -362,7 +352,7 @@ public:
     std::vector<std::uint64_t> node_hashes(weights_by weights) const {
         using hashing::combine;
         std::vector<std::uint64_t> h(nodes.size(), 0);
-        for (std::size_t i : topological_order()) {
+        for_each_inputs_first([&](std::size_t i) {
             const node& n = nodes[i];
             std::uint64_t x = combine(0x51ed270b27bd4f3dull, static_cast<std::uint64_t>(n.kind));
             switch (n.kind) {
@@ -392,7 +382,7 @@ public:
                 for (value v : n.inputs) add(operand(v));
             }
             h[i] = x;
-        }
+        });
         return h;
     }
 
@@ -423,6 +413,78 @@ public:
     }
 
 private:
+    // Kahn's algorithm over the consumer lists, held in one array (the pass
+    // runs several times per candidate graph in a search: a vector per node
+    // made it mostly allocation). Short of size() when there is a cycle.
+    std::vector<std::size_t> kahn_order() const {
+        const std::size_t n = nodes.size();
+        std::vector<std::size_t> first(n + 1, 0);  // node i's consumers: cons[first[i], first[i+1])
+        for (std::size_t i = 0; i < n; ++i)
+            for (value v : nodes[i].inputs) {
+                if (v.node < 0 || static_cast<std::size_t>(v.node) >= n)
+                    throw error(nodes[i].describe() + ": input refers to missing node " + std::to_string(v.node));
+                ++first[static_cast<std::size_t>(v.node) + 1];
+            }
+        for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+        std::vector<std::int32_t> cons(first[n]);
+        std::vector<std::size_t> fill(first.begin(), first.end() - 1);
+        std::vector<int> indeg(n, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            indeg[i] = static_cast<int>(nodes[i].inputs.size());
+            for (value v : nodes[i].inputs) cons[fill[static_cast<std::size_t>(v.node)]++] = static_cast<std::int32_t>(i);
+        }
+        std::vector<std::size_t> order, ready;
+        order.reserve(n);
+        for (std::size_t i = n; i-- > 0;)
+            if (indeg[i] == 0) ready.push_back(i);
+        while (!ready.empty()) {
+            std::size_t i = ready.back();
+            ready.pop_back();
+            order.push_back(i);
+            for (std::size_t k = first[i + 1]; k-- > first[i];)
+                if (--indeg[static_cast<std::size_t>(cons[k])] == 0) ready.push_back(static_cast<std::size_t>(cons[k]));
+        }
+        return order;
+    }
+    template <class F>
+    void for_each_inputs_first(F&& f) const {
+        if (inputs_precede()) {
+            for (std::size_t i = 0; i < nodes.size(); ++i) f(i);
+        } else {
+            for (std::size_t i : topological_order()) f(i);
+        }
+    }
+    // compacted()'s work; take(i) gives node i (a copy, or moved out).
+    template <class Take>
+    graph compact(Take&& take, std::vector<std::int32_t>* new_id = nullptr) const {
+        std::vector<bool> live(nodes.size(), false);
+        std::vector<std::size_t> stack;
+        for (value v : outputs) stack.push_back(static_cast<std::size_t>(v.node));
+        while (!stack.empty()) {
+            std::size_t i = stack.back();
+            stack.pop_back();
+            if (live[i]) continue;
+            live[i] = true;
+            for (value v : nodes[i].inputs) stack.push_back(static_cast<std::size_t>(v.node));
+        }
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].kind == node_kind::input) live[i] = true;
+        std::vector<std::int32_t> remap(nodes.size(), -1);
+        const auto order = topological_order();
+        graph g;
+        g.nodes.reserve(order.size());
+        for (std::size_t i : order) {
+            if (!live[i]) continue;
+            remap[i] = static_cast<std::int32_t>(g.nodes.size());
+            node n = take(i);
+            for (value& v : n.inputs) v.node = remap[static_cast<std::size_t>(v.node)];
+            g.nodes.push_back(std::move(n));
+        }
+        for (value v : outputs) g.outputs.push_back({remap[static_cast<std::size_t>(v.node)], v.output});
+        if (new_id) *new_id = std::move(remap);
+        return g;
+    }
+
     value push(node n) {
         nodes.push_back(std::move(n));
         return {static_cast<std::int32_t>(nodes.size() - 1), 0};

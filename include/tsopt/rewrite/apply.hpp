@@ -86,31 +86,37 @@ inline bool layout_sensitive(spec::op_kind k) { return k == spec::op_kind::conv2
 
 namespace detail {
 
-// True when g has no cycle (Kahn's algorithm, no exception on failure).
-inline bool acyclic(const graph& g) {
-    std::vector<int> indeg(g.size(), 0);
-    std::vector<std::vector<std::int32_t>> cons(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) {
-        indeg[i] = static_cast<int>(g.nodes[i].inputs.size());
-        for (value v : g.nodes[i].inputs) cons[static_cast<std::size_t>(v.node)].push_back(static_cast<std::int32_t>(i));
-    }
-    std::vector<std::size_t> ready;
-    for (std::size_t i = 0; i < g.size(); ++i)
-        if (indeg[i] == 0) ready.push_back(i);
-    std::size_t seen = 0;
-    while (!ready.empty()) {
-        std::size_t i = ready.back();
-        ready.pop_back();
-        ++seen;
-        for (auto c : cons[i])
-            if (--indeg[static_cast<std::size_t>(c)] == 0) ready.push_back(static_cast<std::size_t>(c));
-    }
-    return seen == g.size();
-}
-
 struct built {
     graph g;                           // not compacted: original nodes, then new ones
     std::vector<std::int32_t> fresh;   // ids of the new nodes
+};
+
+// The graph an application makes, read before it exists: g's nodes, then
+// the new ones. Most applications are refused (a target that does not fit
+// the shapes, an oversized constant, typing), so build checks against this
+// and copies g only for an application that passes: with a 16,000-rule set
+// copying first made every refusal cost a copy of the whole graph.
+struct extended_view {
+    const graph& base;
+    std::vector<node> added;
+
+    std::size_t size() const { return base.size() + added.size(); }
+    const node& at(value v) const { return at(static_cast<std::size_t>(v.node)); }
+    const node& at(std::size_t i) const { return i < base.size() ? base.nodes[i] : added[i - base.size()]; }
+    const shape& shape_of(value v) const { return at(v).shapes[static_cast<std::size_t>(v.output)]; }
+    node& fresh(std::int32_t id) { return added[static_cast<std::size_t>(id) - base.size()]; }
+    // graph::infer's shapes and message, over the view.
+    std::string infer(node& n) const {
+        std::vector<shape> in;
+        for (value v : n.inputs) {
+            if (v.node < 0 || static_cast<std::size_t>(v.node) >= size() || v.output < 0 || v.output >= at(v).num_outputs())
+                return n.describe() + ": input refers to a missing value";
+            in.push_back(shape_of(v));
+        }
+        n.shapes.assign(static_cast<std::size_t>(spec::decl(n.op).num_outputs), shape{});
+        if (auto e = spec::infer_shapes(n.op, n.params, in, n.shapes); !e.empty()) return n.describe() + ": " + e;
+        return {};
+    }
 };
 
 inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
@@ -127,8 +133,8 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
     std::vector<char> matched(g.size(), 0);
     for (auto n : m.nodes) matched[static_cast<std::size_t>(n)] = 1;
 
-    built b{g, {}};
-    graph& ng = b.g;
+    extended_view ng{g, {}};
+    std::vector<std::int32_t> fresh;   // ids of the new nodes
     std::vector<char> fresh_constant;  // per new node, at its id - g.size()
     auto is_constant = [&](value v) {
         auto id = static_cast<std::size_t>(v.node);
@@ -203,7 +209,7 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         }
         // Reuse an identical node outside the match (common subexpressions).
         auto same = [&](std::int32_t c) {
-            const node& o = ng.nodes[static_cast<std::size_t>(c)];
+            const node& o = ng.at(static_cast<std::size_t>(c));
             return o.kind == node_kind::op && o.op == n.op && o.params == n.params && o.inputs == n.inputs &&
                    (static_cast<std::size_t>(c) >= g.size() || !matched[static_cast<std::size_t>(c)]);
         };
@@ -215,18 +221,14 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
             for (auto c : ix.of_kind(n.op))
                 if (same(c)) { reuse = c; break; }
         }
-        for (std::size_t k = 0; reuse < 0 && k < b.fresh.size(); ++k)
-            if (same(b.fresh[k])) reuse = b.fresh[k];
+        for (std::size_t k = 0; reuse < 0 && k < fresh.size(); ++k)
+            if (same(fresh[k])) reuse = fresh[k];
         if (reuse >= 0) {
             made[i] = {reuse, 0};
             continue;
         }
         n.name = base + "." + std::string(d.name) + std::to_string(i);
-        try {
-            n.shapes = ng.infer(n);
-        } catch (const error& e) {
-            return fail(std::string("target does not fit: ") + e.what());
-        }
+        if (auto e = ng.infer(n); !e.empty()) return fail("target does not fit: " + e);
         if (!layout_sensitive(n.op) && spec::decl(n.op).layouts == spec::image_layouts && n.shapes[0].rank == 4)
             for (value v : n.inputs)
                 if (ng.at(v).out_layout == spec::layout::nhwc && ng.shape_of(v).rank == 4) n.out_layout = spec::layout::nhwc;
@@ -242,10 +244,10 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
                             "), above the limit of " + std::to_string(o.max_constant_bytes) + " bytes");
             }
         }
-        made[i] = {static_cast<std::int32_t>(ng.nodes.size()), 0};
-        b.fresh.push_back(made[i].node);
+        made[i] = {static_cast<std::int32_t>(ng.size()), 0};
+        fresh.push_back(made[i].node);
         fresh_constant.push_back(constant ? 1 : 0);
-        ng.nodes.push_back(std::move(n));
+        ng.added.push_back(std::move(n));
     }
 
     // A rule proven under typing restrictions holds only where every node it
@@ -270,7 +272,7 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         // The replacement of an output keeps its name and, where the new
         // operator supports it, its layout.
         if (static_cast<std::size_t>(to.node) >= g.size() && !r.dst_out[i].is_var) {
-            node& tn = ng.nodes[static_cast<std::size_t>(to.node)];
+            node& tn = ng.fresh(to.node);
             tn.name = ng.at(from).name;
             spec::layout l = ng.at(from).out_layout;
             for (auto s : supported_layouts(tn.op, tn.shapes[0]))
@@ -278,24 +280,27 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         }
     }
     // A new operator gets a name no operator that stays keeps.
-    for (auto id : b.fresh) {
-        node& fn = ng.nodes[static_cast<std::size_t>(id)];
+    for (auto id : fresh) {
+        node& fn = ng.fresh(id);
         fn.name = unused_name(fn.name, [&](const std::string& name) {
             for (std::size_t j = 0; j < ng.size(); ++j)
-                if (j != static_cast<std::size_t>(id) && !(j < g.size() && matched[j]) && ng.nodes[j].name == name) return true;
+                if (j != static_cast<std::size_t>(id) && !(j < g.size() && matched[j]) && ng.at(j).name == name) return true;
             return false;
         });
     }
+    // Every check that needs no cycle test passed: the graph itself.
+    built b{g, std::move(fresh)};
+    for (node& n : ng.added) b.g.nodes.push_back(std::move(n));
     auto redirect = [&](value& v) {
         for (auto& [from, to] : repl)
             if (v == from) { v = to; return; }
     };
-    for (std::size_t i = 0; i < ng.size(); ++i) {
+    for (std::size_t i = 0; i < b.g.size(); ++i) {
         if (i < g.size() && matched[i]) continue;
-        for (value& v : ng.nodes[i].inputs) redirect(v);
+        for (value& v : b.g.nodes[i].inputs) redirect(v);
     }
-    for (value& v : ng.outputs) redirect(v);
-    if (!acyclic(ng)) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
+    for (value& v : b.g.outputs) redirect(v);
+    if (!b.g.acyclic()) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
     return b;
 }
 
@@ -317,24 +322,32 @@ inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const 
             auto ls = supported_layouts(fn.op, fn.shapes[0]);
             if (ls.size() > 1) choices.push_back({id, std::move(ls)});
         }
-    out.push_back(b->g.compacted());
-    if (choices.empty()) return out;
-    // Mixed-radix enumeration of the other combinations.
-    std::vector<std::size_t> digit(choices.size(), 0);
+    if (choices.empty()) {
+        out.push_back(std::move(b->g).compacted());
+        return out;
+    }
+    // A variant differs from the first only in the layouts of new nodes, and
+    // compacting does not look at layouts: each is the compacted first graph
+    // with those nodes' layouts changed.
     std::vector<spec::layout> orig;
     for (auto& [id, ls] : choices) orig.push_back(b->g.nodes[static_cast<std::size_t>(id)].out_layout);
+    std::vector<std::int32_t> new_id;
+    out.push_back(std::move(b->g).compacted(new_id));
+    // Mixed-radix enumeration of the other combinations.
+    std::vector<std::size_t> digit(choices.size(), 0);
     while (out.size() < std::max<std::size_t>(o.max_layout_variants, 1)) {
         std::size_t k = 0;
         while (k < digit.size() && ++digit[k] == choices[k].second.size()) digit[k++] = 0;
         if (k == digit.size()) break;
-        graph v = b->g;
+        graph v = out.front();
         bool differs = false;
         for (std::size_t c = 0; c < choices.size(); ++c) {
             spec::layout l = choices[c].second[digit[c]];
-            v.nodes[static_cast<std::size_t>(choices[c].first)].out_layout = l;
+            if (std::int32_t at = new_id[static_cast<std::size_t>(choices[c].first)]; at >= 0)
+                v.nodes[static_cast<std::size_t>(at)].out_layout = l;
             differs = differs || l != orig[c];
         }
-        if (differs) out.push_back(v.compacted());
+        if (differs) out.push_back(std::move(v));
     }
     return out;
 }
@@ -345,7 +358,7 @@ inline std::optional<graph> apply(const graph_index& ix, const rule& r, const ma
                                   std::string* why = nullptr) {
     auto b = detail::build(ix, r, m, o, why);
     if (!b) return std::nullopt;
-    return b->g.compacted();
+    return std::move(b->g).compacted();
 }
 inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, std::string* why = nullptr) {
     return apply(ix, r, m, apply_options{}, why);

@@ -85,7 +85,9 @@ private:
 };
 
 // Extent `d` of graph value `v`, or nullopt when `d` is beyond its rank.
-inline std::optional<std::int64_t> extent(const graph& g, value v, int d) {
+// G: a graph, or anything with its shape_of (apply's view of a graph being built).
+template <class G>
+std::optional<std::int64_t> extent(const G& g, value v, int d) {
     const shape& s = g.shape_of(v);
     if (d < 0 || d >= s.rank) return std::nullopt;
     return s[d];

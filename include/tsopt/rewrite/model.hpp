@@ -10,7 +10,10 @@
 namespace tsopt::rewrite {
 
 // "" when node `n` of `g` satisfies every restriction in `needs`, else why not.
-inline std::string violates_typing(const graph& g, const node& n, std::uint8_t needs) {
+// G: a graph, or anything with its at and shape_of (apply's view of a graph
+// being built).
+template <class G>
+std::string violates_typing(const G& g, const node& n, std::uint8_t needs) {
     if (n.kind != node_kind::op || needs == spec::full_semantics) return {};
     auto in = [&](int i) -> const shape& { return g.shape_of(n.inputs[static_cast<std::size_t>(i)]); };
     auto constant_op = [&](int i) {

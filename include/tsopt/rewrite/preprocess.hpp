@@ -16,6 +16,7 @@
 // (operator, parameters, input tensors) and then by content.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -100,9 +101,11 @@ private:
     std::size_t max_bytes_, folded_bytes_ = 0, restarts_ = 0;
 };
 
-// Replaces every constant operator node by weight nodes (same names; a
-// second output gets ":1"); returns g itself (copied) when there is none.
-inline graph fold_constants(const graph& g, fold_cache& cache) {
+namespace detail {
+// Folds g in place: each constant operator's outputs become weight nodes
+// appended to g, their readers read those, and the operator is left dead
+// (compacting drops it). False, g untouched, when there is nothing to fold.
+inline bool fold_in_place(graph& g, fold_cache& cache) {
     // Register the graph's own weights, so a fold that reproduces one (an
     // enlarge to the kernel's own size) yields that very tensor.
     for (const node& n : g.nodes)
@@ -113,16 +116,21 @@ inline graph fold_constants(const graph& g, fold_cache& cache) {
     std::unordered_set<const void*> data_seen;
     for (std::size_t i = 0; i < g.size() && !any; ++i)
         if (g.nodes[i].kind == node_kind::weight) any = !data_seen.insert(g.nodes[i].data.get()).second;
-    if (!any) return g;
-    graph ng = g;
-    std::vector<std::vector<value>> subst(g.size());
+    if (!any) return false;
+    const std::size_t n0 = g.size();
+    std::vector<node> added;  // the new weight nodes, ids n0, n0 + 1, ...
+    auto at = [&](value v) -> const node& {
+        const auto i = static_cast<std::size_t>(v.node);
+        return i < n0 ? g.nodes[i] : added[i - n0];
+    };
+    std::vector<std::vector<value>> subst(n0);
     auto sub = [&](value v) {
         const auto& s = subst[static_cast<std::size_t>(v.node)];
         return s.empty() ? v : s[static_cast<std::size_t>(v.output)];
     };
     std::vector<std::pair<std::int32_t, value>> alias;  // new weight node -> the node it duplicates
     auto resolve = [&](value v) {
-        if (static_cast<std::size_t>(v.node) < g.size()) v = sub(v);
+        if (static_cast<std::size_t>(v.node) < n0) v = sub(v);
         for (auto& [from, to] : alias)
             if (v.node == from) return to;
         return v;
@@ -132,7 +140,7 @@ inline graph fold_constants(const graph& g, fold_cache& cache) {
         if (!mask[i] || n.kind != node_kind::op) continue;
         std::vector<fold_cache::ptr> in;
         for (value v : n.inputs) {
-            const node& src = ng.at(sub(v));
+            const node& src = at(sub(v));
             if (src.kind != node_kind::weight || !src.data) throw error(n.describe() + ": constant input is not a weight");
             in.push_back(src.data);
         }
@@ -149,25 +157,38 @@ inline graph fold_constants(const graph& g, fold_cache& cache) {
             w.shapes = {outs[o]->shape};
             w.data = outs[o];
             w.out_layout = n.out_layout;
-            subst[i].push_back({static_cast<std::int32_t>(ng.nodes.size()), 0});
-            ng.nodes.push_back(std::move(w));
+            subst[i].push_back({static_cast<std::int32_t>(n0 + added.size()), 0});
+            added.push_back(std::move(w));
         }
     }
+    for (node& w : added) g.nodes.push_back(std::move(w));
     // Weight nodes holding the same tensor become one node, so a tensor
     // variable of a rule binds them as one value.
     std::unordered_map<const void*, value> first;
-    for (std::size_t i = 0; i < ng.size(); ++i) {
-        const node& n = ng.nodes[i];
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const node& n = g.nodes[i];
         if (n.kind != node_kind::weight) continue;
         auto [it, fresh] = first.try_emplace(n.data.get(), value{static_cast<std::int32_t>(i), 0});
         if (fresh) continue;
-        if (i < g.size()) subst[i] = {it->second};
+        if (i < n0) subst[i] = {it->second};
         else alias.push_back({static_cast<std::int32_t>(i), it->second});
     }
-    for (node& n : ng.nodes)
+    for (node& n : g.nodes)
         for (value& v : n.inputs) v = resolve(v);
-    for (value& v : ng.outputs) v = resolve(v);
-    return ng.compacted();
+    for (value& v : g.outputs) v = resolve(v);
+    return true;
+}
+}  // namespace detail
+
+// Replaces every constant operator node by weight nodes (same names; a
+// second output gets ":1"); returns g itself when there is none (copied, or
+// moved when given an rvalue: the search folds every graph it generates).
+inline graph fold_constants(const graph& g, fold_cache& cache) {
+    graph ng = g;
+    return detail::fold_in_place(ng, cache) ? std::move(ng).compacted() : ng;
+}
+inline graph fold_constants(graph&& g, fold_cache& cache) {
+    return detail::fold_in_place(g, cache) ? std::move(g).compacted() : std::move(g);
 }
 inline graph fold_constants(const graph& g) {
     fold_cache c;

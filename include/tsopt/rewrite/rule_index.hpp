@@ -12,13 +12,17 @@
 // matcher anchors) operator, arity and constant parameters, and the operator,
 // output and constant parameters of every root input that is a pattern node.
 // A graph node is offered to a rule only when its own values agree on every
-// position the rule fixes;
-// the matcher then checks everything as before. The same matches come out, in
+// position the rule fixes. A source of several nodes is filed a second time,
+// under the key of its most specific other node, and is offered nothing in a
+// graph where no node agrees with that one (a multi-output source's root is
+// often a bare operator over variables, offered every node of its kind).
+// The matcher then checks everything as before. The same matches come out, in
 // the same order (rules in set order, anchors in node order), as matching
 // every rule over the whole graph: the index only skips rules that cannot
 // match at a node.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -37,46 +41,97 @@ static_assert(index_input_bit(spec::max_inputs - 1) + spec::max_params < 64);
 
 class rule_index {
 public:
-    explicit rule_index(std::span<const rule> rules) : rules_(rules) {
+    explicit rule_index(std::span<const rule> rules) : rules_(rules), needs_node_(rules.size(), 0) {
         for (std::size_t i = 0; i < rules.size(); ++i) {
             const rule& r = rules[i];
             if (r.src.empty()) continue;
-            const spec::pattern_node& root = r.src.back();
-            auto& groups = by_kind_[static_cast<std::size_t>(root.op)];
-            // A commutative root matches a node's operands in either order
-            // (match.hpp): its rule is filed under both.
-            const bool both = root.num_inputs == 2 && spec::decl(root.op).commutative;
-            for (bool swap : {false, true}) {
-                if (swap && !both) break;
-                signature sig = of_pattern(r.src, swap);
-                auto g = std::find_if(groups.begin(), groups.end(), [&](const group& x) { return x.mask == sig.mask; });
-                if (g == groups.end()) g = groups.insert(groups.end(), group{sig.mask, {}});
-                auto& filed = g->rules[sig.key];
-                if (filed.empty() || filed.back() != static_cast<std::uint32_t>(i)) filed.push_back(static_cast<std::uint32_t>(i));
+            file(by_kind_, r.src, r.src.size() - 1, static_cast<std::uint32_t>(i));
+            // A source of several nodes also needs its most specific other
+            // node somewhere in the graph: a multi-output source's root is
+            // often bare (`(tuple (matmul ?x (smul ?x ?y)) (matmul ?x ?z))`
+            // is offered every matmul), and the matcher then looked for the
+            // other output at every candidate.
+            std::size_t best = r.src.size();
+            int best_bits = -1;
+            for (std::size_t j = 0; j + 1 < r.src.size(); ++j)
+                if (int bits = std::popcount(of_pattern(r.src, j, false).mask); bits > best_bits) {
+                    best = j;
+                    best_bits = bits;
+                }
+            if (best < r.src.size()) {
+                file(needs_kind_, r.src, best, static_cast<std::uint32_t>(i));
+                needs_node_[i] = 1;
             }
         }
     }
 
     std::span<const rule> rules() const { return rules_; }
 
+    // The rules offered to nodes seen before, by what decides them (the
+    // node's operator, arity and parameters; per input, its producer's
+    // operator, output and parameters): a search asks about graphs that
+    // differ from each other in a few nodes, and with tens of thousands of
+    // rules looking a node up group by group was a quarter of its time. One
+    // per search (not shared between threads); it forgets everything past
+    // `max_entries` and when used with another index.
+    class candidate_memo {
+    public:
+        static constexpr std::size_t max_entries = std::size_t{1} << 16;
+
+    private:
+        friend class rule_index;
+        static constexpr std::size_t words_per_input = 3 + spec::max_params;
+        static constexpr std::size_t max_words = 2 + spec::max_params + spec::max_inputs * words_per_input;
+        struct local_view {
+            std::array<std::int32_t, max_words> w{};
+            friend bool operator==(const local_view&, const local_view&) = default;
+        };
+        struct view_hash {
+            std::size_t operator()(const local_view& v) const {
+                std::uint64_t h = 0;
+                for (auto x : v.w) h = hashing::combine(h, static_cast<std::uint32_t>(x));
+                return static_cast<std::size_t>(h);
+            }
+        };
+        struct offered {
+            std::vector<std::uint32_t> roots;  // rules whose root the node may be
+            std::vector<std::uint32_t> needs;  // rules whose needed other node it may be
+        };
+        const rule_index* owner_ = nullptr;
+        std::unordered_map<local_view, offered, view_hash> offered_;
+    };
+
     // Per rule that may match in the indexed graph (in set order), the graph
     // nodes its root may be matched to (in node order): f(rule, anchors).
+    // `memo` (optional) remembers the rules offered per kind of node.
     template <class F>
-    void for_each_candidate(const graph_index& ix, F&& f) const {
+    void for_each_candidate(const graph_index& ix, F&& f, candidate_memo* memo = nullptr) const {
         std::vector<std::pair<std::uint32_t, std::int32_t>> hits;  // (rule, anchor)
         const graph& g = ix.g();
-        for (std::size_t k = 0; k < by_kind_.size(); ++k) {
-            if (by_kind_[k].empty()) continue;
-            for (std::int32_t n : ix.of_kind(static_cast<spec::op_kind>(k)))
-                for (const group& gr : by_kind_[k]) {
-                    auto it = gr.rules.find(key_of(g, g.nodes[static_cast<std::size_t>(n)], gr.mask));
-                    if (it == gr.rules.end()) continue;
-                    for (std::uint32_t ri : it->second) hits.emplace_back(ri, n);
-                }
+        if (memo && (memo->owner_ != this || memo->offered_.size() > candidate_memo::max_entries)) {
+            memo->offered_.clear();
+            memo->owner_ = this;
         }
+        typename candidate_memo::offered own;
+        std::vector<char> need_met(rules_.size(), 0);
+        for (std::size_t k = 0; k < by_kind_.size(); ++k) {
+            if (by_kind_[k].empty() && needs_kind_[k].empty()) continue;
+            for (std::int32_t n : ix.of_kind(static_cast<spec::op_kind>(k))) {
+                const node& nd = g.nodes[static_cast<std::size_t>(n)];
+                const typename candidate_memo::offered* o = &own;
+                if (memo) {
+                    auto [it, fresh] = memo->offered_.try_emplace(local_view_of(g, nd));
+                    if (fresh) it->second = {offered_to(g, nd, by_kind_[k]), offered_to(g, nd, needs_kind_[k])};
+                    o = &it->second;
+                } else {
+                    own = {offered_to(g, nd, by_kind_[k]), offered_to(g, nd, needs_kind_[k])};
+                }
+                for (std::uint32_t ri : o->roots) hits.emplace_back(ri, n);
+                for (std::uint32_t ri : o->needs) need_met[ri] = 1;
+            }
+        }
+        std::erase_if(hits, [&](const auto& h) { return needs_node_[h.first] && !need_met[h.first]; });
         std::sort(hits.begin(), hits.end());
-        // A rule filed under both operand orders may be offered a node twice.
-        hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
         std::vector<std::int32_t> anchors;
         for (std::size_t i = 0; i < hits.size();) {
             std::size_t j = i;
@@ -147,9 +202,28 @@ private:
         }
     }
 
-    // `swap`: the root's two operands exchanged (a commutative root).
-    static signature of_pattern(std::span<const spec::pattern_node> src, bool swap) {
-        const spec::pattern_node& p = src.back();
+    // Files rule i under the signature of pattern node `at` of src in
+    // `table`; a commutative node matches a graph node's operands in either
+    // order (match.hpp), so its rule is filed under both.
+    using table = std::array<std::vector<group>, spec::op_count>;
+    static void file(table& t, std::span<const spec::pattern_node> src, std::size_t at, std::uint32_t i) {
+        const spec::pattern_node& p = src[at];
+        auto& groups = t[static_cast<std::size_t>(p.op)];
+        const bool both = p.num_inputs == 2 && spec::decl(p.op).commutative;
+        for (bool swap : {false, true}) {
+            if (swap && !both) break;
+            signature sig = of_pattern(src, at, swap);
+            auto g = std::find_if(groups.begin(), groups.end(), [&](const group& x) { return x.mask == sig.mask; });
+            if (g == groups.end()) g = groups.insert(groups.end(), group{sig.mask, {}});
+            auto& filed = g->rules[sig.key];
+            if (filed.empty() || filed.back() != i) filed.push_back(i);
+        }
+    }
+
+    // Of pattern node `at` of src (its root: the last); `swap`: its two
+    // operands exchanged (a commutative node).
+    static signature of_pattern(std::span<const spec::pattern_node> src, std::size_t at, bool swap) {
+        const spec::pattern_node& p = src[at];
         signature s;
         s.key = hashing::combine(0, p.num_inputs);
         fixed_params(p, 0, s);
@@ -157,13 +231,45 @@ private:
             const auto& in = p.inputs[static_cast<std::size_t>(swap ? 1 - i : i)];
             // A reference out of range is left to the matcher's check_pattern,
             // which names the rule.
-            if (in.is_var || in.index < 0 || static_cast<std::size_t>(in.index) + 1 >= src.size()) continue;
+            if (in.is_var || in.index < 0 || static_cast<std::size_t>(in.index) >= at) continue;
             const spec::pattern_node& child = src[static_cast<std::size_t>(in.index)];
             s.mask |= mask_t{1} << input_bit(i);
             s.key = hashing::combine(s.key, input_code(child.op, in.output));
             fixed_params(child, child_param_bit(i, 0), s);
         }
         return s;
+    }
+
+    // The rules of `groups` (one operator's) whose fixed positions node n
+    // agrees with, each once, in set order.
+    static std::vector<std::uint32_t> offered_to(const graph& g, const node& n, const std::vector<group>& groups) {
+        std::vector<std::uint32_t> r;
+        for (const group& gr : groups) {
+            auto it = gr.rules.find(key_of(g, n, gr.mask));
+            if (it != gr.rules.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+        }
+        // A rule filed under both operand orders may be offered a node twice.
+        std::sort(r.begin(), r.end());
+        r.erase(std::unique(r.begin(), r.end()), r.end());
+        return r;
+    }
+
+    // Everything key_of may read of node n, for any mask.
+    static candidate_memo::local_view local_view_of(const graph& g, const node& n) {
+        candidate_memo::local_view v;
+        std::size_t at = 0;
+        v.w[at++] = static_cast<std::int32_t>(n.op);
+        v.w[at++] = static_cast<std::int32_t>(n.inputs.size());
+        for (int i = 0; i < spec::max_params; ++i) v.w[at++] = n.params[i];
+        for (std::size_t i = 0; i < n.inputs.size() && i < static_cast<std::size_t>(spec::max_inputs); ++i) {
+            const node& c = g.at(n.inputs[i]);
+            const bool op = c.kind == node_kind::op;
+            v.w[at++] = op ? 1 : 2;
+            v.w[at++] = op ? static_cast<std::int32_t>(c.op) : 0;
+            v.w[at++] = op ? n.inputs[i].output : 0;
+            for (int k = 0; k < spec::max_params; ++k) v.w[at++] = op ? c.params[k] : 0;
+        }
+        return v;
     }
 
     static std::uint64_t key_of(const graph& g, const node& n, mask_t mask) {
@@ -186,7 +292,9 @@ private:
     }
 
     std::span<const rule> rules_{};
-    std::array<std::vector<group>, spec::op_count> by_kind_{};
+    table by_kind_{};       // by the root's signature
+    table needs_kind_{};    // by the signature of the other node a rule needs
+    std::vector<char> needs_node_;  // per rule: filed in needs_kind_
 };
 
 }  // namespace tsopt::rewrite

@@ -159,6 +159,7 @@ public:
         // Per expansion only the rules whose root can match some node are tried.
         std::optional<rewrite::rule_index> own_index;
         const rewrite::rule_index& index = index_ ? *index_ : own_index.emplace(rules_);
+        rewrite::rule_index::candidate_memo memo;
 
         // How each graph was made: from which, by which rule (index; -1
         // start, -2 layout move) at which match (its nodes in the parent),
@@ -241,7 +242,7 @@ public:
         auto consider = [&](graph g, std::int64_t parent, int rule_idx, std::size_t variant, const std::vector<std::int32_t>& at,
                             std::uint32_t swapped) {
             ++res.rep.generated;
-            if (fold_) g = rewrite::fold_constants(g, cache);
+            if (fold_) g = rewrite::fold_constants(std::move(g), cache);
             if (max_nodes_ && g.size() > max_nodes_) return;
             std::uint64_t h = g.structural_hash();
             if (!seen.insert(h).second) { ++res.rep.dedup_hits; return; }
@@ -311,7 +312,7 @@ public:
                     });
                 }
                 return true;
-            });
+            }, &memo);
             if (layouts_ && !out_of_time()) {
                 std::vector<graph> moves;
                 timed([&] { moves = rewrite::layout_moves(g); });
