@@ -43,14 +43,18 @@ struct side_texts {
     std::vector<std::string> node;
     std::string outputs;
 };
+// `rename`, when given, renumbers variable i as rename[i].
 side_texts expression_texts(const io::listed_rule& r, const std::vector<spec::pattern_node>& nodes,
-                            const std::vector<spec::value_ref>& outs) {
+                            const std::vector<spec::value_ref>& outs, std::span<const int> rename = {}) {
     side_texts s;
     auto& memo = s.node;
     memo.resize(nodes.size());
     std::function<const std::string&(std::size_t)> node_text;
     auto value_text = [&](const spec::value_ref& v) -> std::string {
-        if (v.is_var) return "?" + std::to_string(v.index);
+        if (v.is_var)
+            return "?" + std::to_string(static_cast<std::size_t>(v.index) < rename.size()
+                                            ? rename[static_cast<std::size_t>(v.index)]
+                                            : v.index);
         return node_text(static_cast<std::size_t>(v.index)) + "#" + std::to_string(v.output);
     };
     node_text = [&](std::size_t i) -> const std::string& {
@@ -143,7 +147,27 @@ bool may_enable_over(std::span<const std::size_t> added, const io::listed_rule& 
 }  // namespace
 
 commutative_key commutative_form(const io::listed_rule& r) {
-    return {expression_texts(r, r.src, r.src_out).outputs, expression_texts(r, r.dst, r.dst_out).outputs};
+    commutative_key k{expression_texts(r, r.src, r.src_out).outputs, expression_texts(r, r.dst, r.dst_out).outputs};
+    // A renaming of the variables that leaves the source's form unchanged
+    // (x <-> y in x + y) is one the matcher already tries: every match of
+    // the source binds the variables the other way round too, so the rule
+    // renamed builds what the rule builds. The key takes the least target
+    // over such renamings, so `x + y => f(x, y)` and `x + y => f(y, x)` are
+    // one. Only the operand order of commutative operators makes such
+    // renamings, so they are looked for in rules whose source has one, over
+    // up to five variables (120 renamings); other rules keep their target.
+    const auto vars = static_cast<std::size_t>(r.num_tensor_vars);
+    const bool commutative_source = std::any_of(r.src.begin(), r.src.end(), [](const spec::pattern_node& p) {
+        return spec::decl(p.op).commutative;
+    });
+    if (!commutative_source || vars < 2 || vars > 5) return k;
+    std::vector<int> rename(vars);
+    for (std::size_t i = 0; i < vars; ++i) rename[i] = static_cast<int>(i);
+    while (std::next_permutation(rename.begin(), rename.end())) {
+        if (expression_texts(r, r.src, r.src_out, rename).outputs != k.src) continue;
+        k.dst = std::min(k.dst, expression_texts(r, r.dst, r.dst_out, rename).outputs);
+    }
+    return k;
 }
 
 bool only_adds_operators(const io::listed_rule& r) { return only_adds(expressions_of(r)); }
