@@ -260,6 +260,17 @@ TEST_CASE("rules equal up to the operand order of commutative operators are emit
     CHECK(swap.src == swap.dst);
     const auto m = key("(matmul{act=0} ?x ?y) => (matmul{act=0} ?y ?x)");
     CHECK_FALSE(m.src == m.dst);  // matmul is not commutative
+    // A renaming the source is blind to (x <-> y in x + y): the matcher binds
+    // both ways round, so the renamed rule builds the same graphs.
+    const auto f = key("(ewadd ?x ?y) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))");
+    CHECK(f == key("(ewadd ?x ?y) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))"));
+    CHECK(key("(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)") ==
+          key("(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?z) ?y)"));  // y <-> z
+    // Not one the source sees: x + relu(y) has no renaming but the identity.
+    CHECK_FALSE(key("(ewadd ?x (relu ?y)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))") ==
+                key("(ewadd ?x (relu ?y)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))"));
+    // Nor without a commutative source operator.
+    CHECK_FALSE(key("(concat{axis=0} ?x ?y) => (matmul{act=0} ?x ?y)") == key("(concat{axis=0} ?x ?y) => (matmul{act=0} ?y ?x)"));
     if (!verifier_available()) return;
     auto c = verified_run({op_kind::ewadd, op_kind::ewmul});
     auto r = run(c);
