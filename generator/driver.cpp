@@ -186,6 +186,7 @@ std::string run_result::summary_text() const {
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
       << "proven rules left out as equal to an emitted one up to commutative operand order: " << commutative_duplicates
       << "; as only reordering operands: " << commutation_only << "\n"
+      << "proven rules left out as an emitted rule with outputs it leaves unchanged added: " << unchanged_outputs << "\n"
       << "proven rules left out as dead ends (they only add operators and enable no other rule): " << cost_raising_dead_ends
       << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
@@ -244,6 +245,7 @@ std::string run_result::summary_json() const {
                     {"disconnected_sources", disconnected_sources},
                     {"commutative_duplicates", commutative_duplicates},
                     {"commutation_only", commutation_only},
+                    {"unchanged_outputs", unchanged_outputs},
                     {"cost_raising_dead_ends", cost_raising_dead_ends},
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
@@ -1105,8 +1107,8 @@ run_result run(const run_config& c) {
 #endif
     // One rule per class of rules equal up to commutative operand order, the
     // first by text; none that only reorders operands (commutative_form).
+    std::set<commutative_key> kept;
     {
-        std::set<commutative_key> kept;
         for (auto* m : {&by_z3, &by_derivation}) {
             if (m == &by_derivation && !c.emit_derived) continue;  // not emitted anyway
             std::erase_if(*m, [&](const auto& e) {
@@ -1122,6 +1124,19 @@ run_result run(const run_config& c) {
                 return true;
             });
         }
+    }
+    // Then the rules that add unchanged outputs to an emitted rule
+    // (changed_outputs_only): the emitted rule builds what they build.
+    for (auto* m : {&by_z3, &by_derivation}) {
+        if (m == &by_derivation && !c.emit_derived) continue;
+        std::erase_if(*m, [&](const auto& e) {
+            if (m == &by_derivation && by_z3.count(e.first)) return false;
+            const auto rest = changed_outputs_only(e.second.r);
+            if (!rest || !kept.count(commutative_form(*rest))) return false;
+            ++r.unchanged_outputs;
+            r.unchanged_outputs_left_out.push_back(e.second);
+            return true;
+        });
     }
     // Then the dead ends among what would be emitted (cost_raising_dead_ends).
     {

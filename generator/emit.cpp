@@ -148,14 +148,16 @@ bool may_enable_over(std::span<const std::size_t> added, const io::listed_rule& 
 
 commutative_key commutative_form(const io::listed_rule& r) {
     commutative_key k{expression_texts(r, r.src, r.src_out).outputs, expression_texts(r, r.dst, r.dst_out).outputs};
-    // A renaming of the variables that leaves the source's form unchanged
-    // (x <-> y in x + y) is one the matcher already tries: every match of
-    // the source binds the variables the other way round too, so the rule
-    // renamed builds what the rule builds. The key takes the least target
-    // over such renamings, so `x + y => f(x, y)` and `x + y => f(y, x)` are
-    // one. Only the operand order of commutative operators makes such
-    // renamings, so they are looked for in rules whose source has one, over
-    // up to five variables (120 renamings); other rules keep their target.
+    // Variables are numbered by where they first appear in the printed
+    // source, and a commutative operator prints its operands in whatever
+    // order the rule was found in, so one rule may come numbered two ways:
+    // `(ewadd (relu ?x) ?y)` and `(ewadd ?x (relu ?y))` are one source. A
+    // renaming of the variables also leaves what a rule matches and builds
+    // unchanged (x <-> y in x + y: the matcher binds every match both ways
+    // round, so `x + y => f(x, y)` builds what `x + y => f(y, x)` does). So
+    // the key is the least (source, target) over every renaming, up to five
+    // variables (120 renamings). Only commutative operators make the
+    // numbering ambiguous, so rules whose source has none keep their own.
     const auto vars = static_cast<std::size_t>(r.num_tensor_vars);
     const bool commutative_source = std::any_of(r.src.begin(), r.src.end(), [](const spec::pattern_node& p) {
         return spec::decl(p.op).commutative;
@@ -164,8 +166,10 @@ commutative_key commutative_form(const io::listed_rule& r) {
     std::vector<int> rename(vars);
     for (std::size_t i = 0; i < vars; ++i) rename[i] = static_cast<int>(i);
     while (std::next_permutation(rename.begin(), rename.end())) {
-        if (expression_texts(r, r.src, r.src_out, rename).outputs != k.src) continue;
-        k.dst = std::min(k.dst, expression_texts(r, r.dst, r.dst_out, rename).outputs);
+        std::string src = expression_texts(r, r.src, r.src_out, rename).outputs;
+        if (src > k.src) continue;
+        std::string dst = expression_texts(r, r.dst, r.dst_out, rename).outputs;
+        if (src < k.src || dst < k.dst) k = {std::move(src), std::move(dst)};
     }
     return k;
 }
@@ -240,6 +244,27 @@ io::listed_rule canonical_rule(const std::string& text) {
     // Parsing renumbers variables by first appearance; a second round makes
     // the printed names follow that order too.
     return io::parse_rule_line("r: " + r.text, "<generated rule>");
+}
+
+std::optional<io::listed_rule> changed_outputs_only(const io::listed_rule& r) {
+    if (r.src_out.size() < 2) return std::nullopt;
+    const side_texts src = expression_texts(r, r.src, r.src_out), dst = expression_texts(r, r.dst, r.dst_out);
+    auto output_text = [](const side_texts& side, const spec::value_ref& v) {
+        if (v.is_var) return "?" + std::to_string(v.index);
+        return side.node.at(static_cast<std::size_t>(v.index)) + "#" + std::to_string(v.output);
+    };
+    rule_patterns rest{r.src, r.dst, {}, {}};
+    for (std::size_t k = 0; k < r.src_out.size(); ++k) {
+        if (output_text(src, r.src_out[k]) == output_text(dst, r.dst_out[k])) continue;
+        rest.src_out.push_back(r.src_out[k]);
+        rest.dst_out.push_back(r.dst_out[k]);
+    }
+    if (rest.src_out.empty() || rest.src_out.size() == r.src_out.size()) return std::nullopt;
+    try {
+        return canonical(std::move(rest));
+    } catch (const error&) {
+        return std::nullopt;  // the outputs left need a variable only a dropped one binds
+    }
 }
 
 std::string rule_pair_name(const io::listed_rule& r, const io::listed_rule* reverse) {

@@ -505,6 +505,10 @@ struct run_result {
     // (commutative_form).
     std::uint64_t commutative_duplicates = 0, commutation_only = 0;
     std::vector<emitted_rule> commutative_left_out;  // those rules (derived rules may name them as sources)
+    // Proven rules left out as an emitted rule with outputs it leaves
+    // unchanged added (changed_outputs_only).
+    std::uint64_t unchanged_outputs = 0;
+    std::vector<emitted_rule> unchanged_outputs_left_out;  // those rules (derived rules may name them as sources)
     // Proven rules left out as dead ends for the search (cost_raising_dead_ends).
     std::uint64_t cost_raising_dead_ends = 0;
     std::vector<emitted_rule> dead_ends_left_out;  // those rules (derived rules may name them as sources)
@@ -548,16 +552,28 @@ run_result run(const run_config& c);
 bool source_connected(const io::listed_rule& r);
 
 // The rule's two sides written with the operands of every commutative
-// operator (spec::op_decl::commutative) in a fixed order: rules with equal
-// keys match the same graphs and build the same ones up to operand order,
-// since the matcher binds a commutative node in both orders. tsopt-gen emits
-// one rule per key and none whose two sides are equal under it (`?x + ?y =>
-// ?y + ?x`): pruning that only the matcher's commutativity makes safe.
+// operator (spec::op_decl::commutative) in a fixed order, under the renaming
+// of the variables that writes them least: rules with equal keys match the
+// same graphs and build the same ones up to operand order, since the matcher
+// binds a commutative node in both orders and a renaming of a rule's
+// variables is the same rule. tsopt-gen emits one rule per key and none whose
+// two sides are equal under it (`?x + ?y => ?y + ?x`): pruning that only the
+// matcher's commutativity makes safe.
 struct commutative_key {
     std::string src, dst;
     friend auto operator<=>(const commutative_key&, const commutative_key&) = default;
 };
 commutative_key commutative_form(const io::listed_rule& r);
+
+// A multi-output rule some of whose outputs it leaves as they were (the same
+// expression on both sides, commutative_form's texts) restates the rule of
+// its other outputs in a context: wherever it matches, that rule matches
+// too and builds the same graph up to operand order. This is that rule,
+// canonical; nullopt when every output or none changes, or when the outputs
+// that change read a variable only an unchanged one binds. tsopt-gen leaves
+// such a rule out where the rule of its changed outputs is emitted
+// (`unchanged_outputs` in the summary).
+std::optional<io::listed_rule> changed_outputs_only(const io::listed_rule& r);
 
 // Issue #19's pruning, part 5, second half: rules that only ever raise the
 // cost and enable nothing. A rule whose target is its source with operators

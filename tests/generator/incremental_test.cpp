@@ -206,6 +206,10 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     // Derived rules are not emitted by default; every emitted rule is Z3-proven.
     for (auto& e : inc.rules) CHECK(e.provenance.find("proven by Z3") != std::string::npos);
     CHECK(!inc.derived_rules.empty());
+    // At two operators every derived rule is a renamed copy of a proven one
+    // (commutative_form); from three on some are not.
+    c.o.max_ops = 3;
+    inc = run(c);
     c.emit_derived = true;
     auto emit = run(c);
     CHECK(emit.rules.size() > inc.rules.size());
@@ -216,6 +220,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     // still sources of derivations.
     for (auto& e : inc.commutative_left_out) names[e.r.text] = e.r.name;
     for (auto& e : inc.dead_ends_left_out) names[e.r.text] = e.r.name;
+    for (auto& e : inc.unchanged_outputs_left_out) names[e.r.text] = e.r.name;
     for (auto& e : emit.rules) {
         if (e.provenance.find("derived from rules ") == std::string::npos) {
             CHECK_MESSAGE(e.provenance.find("proven by Z3 (rlimit ") != std::string::npos, e.provenance);
@@ -240,7 +245,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
         if (auto it = names.find(e.r.text); it != names.end()) CHECK_MESSAGE(it->second == e.r.name, e.r.text);
     for (auto& e : inc.derived_rules) {
         bool same = false;
-        for (auto* set : {&emit.rules, &emit.commutative_left_out, &emit.dead_ends_left_out})
+        for (auto* set : {&emit.rules, &emit.commutative_left_out, &emit.dead_ends_left_out, &emit.unchanged_outputs_left_out})
             for (auto& x : *set) same |= x.r.text == e.r.text && x.r.name == e.r.name;
         CHECK_MESSAGE(same, e.r.text);
     }
@@ -269,6 +274,16 @@ TEST_CASE("rules equal up to the operand order of commutative operators are emit
     // Not one the source sees: x + relu(y) has no renaming but the identity.
     CHECK_FALSE(key("(ewadd ?x (relu ?y)) => (matmul{act=0} (concat{axis=1} ?x ?y) (concat{axis=0} ?y ?x))") ==
                 key("(ewadd ?x (relu ?y)) => (matmul{act=0} (concat{axis=1} ?y ?x) (concat{axis=0} ?x ?y))"));
+    // One rule numbered two ways: variables are numbered where they first
+    // appear in the printed source, which a commutative operator's operand
+    // order decides. x + (y + z) => (x + y) + z is (x + y) + z => (x + z) + y
+    // with x, y, z renamed z, x, y.
+    CHECK(key("(ewadd ?x (ewadd ?y ?z)) => (ewadd (ewadd ?x ?y) ?z)") ==
+          key("(ewadd (ewadd ?x ?y) ?z) => (ewadd (ewadd ?x ?z) ?y)"));
+    CHECK(key("(concat{axis=1} (ewadd ?x ?y) (ewadd ?y ?z)) => (ewadd (concat{axis=1} ?x ?y) (concat{axis=1} ?y ?z))") ==
+          key("(concat{axis=1} (ewadd ?x ?y) (ewadd ?z ?x)) => (ewadd (concat{axis=1} ?x ?z) (concat{axis=1} ?y ?x))"));
+    // A renaming that changes the source is no match: relu(x) + y is not relu(y) + x.
+    CHECK_FALSE(key("(ewadd (relu ?x) ?y) => (matmul{act=0} ?x ?y)") == key("(ewadd (relu ?x) ?y) => (matmul{act=0} ?y ?x)"));
     // Nor without a commutative source operator.
     CHECK_FALSE(key("(concat{axis=0} ?x ?y) => (matmul{act=0} ?x ?y)") == key("(concat{axis=0} ?x ?y) => (matmul{act=0} ?y ?x)"));
     if (!verifier_available()) return;
@@ -355,6 +370,50 @@ TEST_CASE("rules that only add operators and enable no other rule are left out; 
     for (bool d : cost_raising_dead_ends(ptrs)) CHECK_FALSE(d);
     const std::string j = run_result.summary_json();
     CHECK(j.find("\"cost_raising_dead_ends\": " + std::to_string(run_result.cost_raising_dead_ends)) != std::string::npos);
+}
+
+TEST_CASE("a multi-output rule that leaves some outputs unchanged is left out where the rule of its other outputs is emitted") {
+    auto rest = [](const char* text) { return changed_outputs_only(canonical_rule(text)); };
+    // The sum is the same up to operand order on both sides: what the rule
+    // does is (relu (relu ?x)) => (relu ?x), in a context.
+    const auto r = rest("(tuple (ewadd (relu ?x) ?y) (relu (relu ?x))) => (tuple (ewadd ?y (relu ?x)) (relu ?x))");
+    REQUIRE(r.has_value());
+    CHECK(r->text == canonical_rule("(relu (relu ?x)) => (relu ?x)").text);
+    CHECK(r->num_tensor_vars == 1);
+    // Two of three unchanged; the one left reads ?y, renumbered.
+    const auto r2 = rest("(tuple (relu ?x) (relu (relu ?y)) (ewmul ?x ?y)) => (tuple (relu ?x) (relu ?y) (ewmul ?y ?x))");
+    REQUIRE(r2.has_value());
+    CHECK(r2->text == canonical_rule("(relu (relu ?x)) => (relu ?x)").text);
+    // One output, or every output changed: nothing to drop.
+    CHECK_FALSE(rest("(relu (relu ?x)) => (relu ?x)").has_value());
+    CHECK_FALSE(rest("(tuple (relu (relu ?x)) (relu (relu ?y))) => (tuple (relu ?x) (relu ?y))").has_value());
+    // The output that changes needs ?y, which only the unchanged one binds: no rule of its own.
+    CHECK_FALSE(rest("(tuple (relu ?y) (relu ?x)) => (tuple (relu ?y) (ewadd (relu ?x) (ewmul ?y ?x)))").has_value());
+    // Operand order is not a change, another operand is.
+    CHECK_FALSE(rest("(tuple (ewadd ?x ?y) (relu (relu ?x))) => (tuple (ewadd ?x ?x) (relu ?x))").has_value());
+
+    if (!verifier_available()) return;
+    // Pools with a fused relu feeding a sum and a max pool: the N=3 set had
+    // such rules restating avgpool-maxpool's act fusion beside a sum.
+    auto c = verified_run({op_kind::maxpool, op_kind::avgpool, op_kind::ewadd});
+    c.o.max_ops = 3;
+    c.o.inputs = default_inputs();
+    c.o.representative_params = c.o.distinct_operands = c.o.distinct_values = true;
+    c.o.all_pairs_limit = 1;
+    auto result = run(c);
+    CHECK(result.unchanged_outputs > 0);
+    CHECK(result.unchanged_outputs == result.unchanged_outputs_left_out.size());
+    std::set<commutative_key> emitted;
+    for (const auto& e : result.rules) emitted.insert(commutative_form(e.r));
+    // Each rule left out is covered by an emitted one; no emitted rule is.
+    for (const auto& e : result.unchanged_outputs_left_out) {
+        const auto k = changed_outputs_only(e.r);
+        REQUIRE_MESSAGE(k.has_value(), e.r.text);
+        CHECK_MESSAGE(emitted.count(commutative_form(*k)) == 1, e.r.text);
+    }
+    for (const auto& e : result.rules)
+        if (const auto k = changed_outputs_only(e.r)) CHECK_MESSAGE(emitted.count(commutative_form(*k)) == 0, e.r.text);
+    CHECK(result.summary_json().find("\"unchanged_outputs\": " + std::to_string(result.unchanged_outputs)) != std::string::npos);
 }
 
 TEST_CASE("a reused solver decides the candidates a fresh one does here, and reruns give the same rules") {
