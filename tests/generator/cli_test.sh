@@ -21,8 +21,9 @@ expect "--inputs: input 'x' named twice" --inputs x,w,x
 expect "--all-pairs-limit must be within" --all-pairs-limit 0
 # --emit-derived with --header: derived rules enter the header, each naming
 # the Z3-proven rules it came from; the summary and unproven listing are written.
+# (Three operators: at two, every derived rule is a renamed copy of a proven one.)
 dir=$(mktemp -d)
-if "$gen" --max-ops 2 --threads 2 --ops ewadd,ewmul --inputs x,y --quiet --emit-derived --header "$dir/h.hpp" \
+if "$gen" --max-ops 3 --threads 2 --ops ewadd,ewmul --inputs x,y --quiet --emit-derived --header "$dir/h.hpp" \
      --listing "$dir/r.txt" --summary "$dir/s.json" --unproven "$dir/u.txt"; then
   if grep -q "derived from rules [a-z]" "$dir/h.hpp" && grep -q "derived from rules [a-z]" "$dir/r.txt" &&
      [ -s "$dir/s.json" ] && [ -s "$dir/u.txt" ] && ! grep -q "all proven" "$dir/r.txt"; then
