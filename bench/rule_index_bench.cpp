@@ -12,7 +12,8 @@
 //
 // Besides expansions per second, each row gives the graphs the search
 // generated, the applications refused (a target that does not fit) and the
-// duplicates, over its expansions: the work per expansion grows with them.
+// duplicates, over its expansions: the work per expansion grows with them;
+// and how many of the new graphs were queued (within alpha of the best).
 //
 // usage: rule_index_bench [--listing FILE]... [--base LISTING] [--sizes 300,3000,30000]
 //                         [--models resnet18,...] [--expansions N] [--reps N] [--top-rules N]
@@ -123,8 +124,8 @@ int main(int argc, char** argv) try {
     }
     if (!pool.empty() && sets.back().rules.size() < pool.size()) sets.push_back({"all " + std::to_string(pool.size()), pool});
 
-    std::printf("%-14s %-13s %7s %8s | %12s %12s %8s | %10s %9s | %8s %8s %8s\n", "rule set", "model", "rules", "matches",
-                "match all ms", "indexed ms", "speedup", "expand/s", "vs base", "graphs", "rejected", "dupes");
+    std::printf("%-14s %-13s %7s %8s | %12s %12s %8s | %10s %9s | %8s %8s %8s %8s\n", "rule set", "model", "rules", "matches",
+                "match all ms", "indexed ms", "speedup", "expand/s", "vs base", "graphs", "rejected", "dupes", "queued");
     std::vector<double> base_rate(models.size(), 0);
     for (const auto& set : sets) {
         const rewrite::rule_index idx(set.rules);
@@ -161,9 +162,10 @@ int main(int argc, char** argv) try {
                            .run(g, cost::analytical{});
             double rate = static_cast<double>(res.rep.expansions) / res.rep.elapsed.count();
             if (&set == &sets.front()) base_rate[mi] = rate;
-            std::printf("%-14s %-13s %7zu %8zu | %12.2f %12.2f %7.1fx | %10.1f %8.2fx | %8zu %8zu %8zu\n", set.name.c_str(),
+            std::printf("%-14s %-13s %7zu %8zu | %12.2f %12.2f %7.1fx | %10.1f %8.2fx | %8zu %8zu %8zu %8zu\n", set.name.c_str(),
                         models[mi].c_str(), set.rules.size(), indexed_matches, brute_ms, indexed_ms, brute_ms / indexed_ms, rate,
-                        base_rate[mi] > 0 ? rate / base_rate[mi] : 0.0, res.rep.generated, res.rep.rejected, res.rep.dedup_hits);
+                        base_rate[mi] > 0 ? rate / base_rate[mi] : 0.0, res.rep.generated, res.rep.rejected, res.rep.dedup_hits,
+                        res.rep.enqueued);
             std::fflush(stdout);
         }
     }

@@ -18,6 +18,12 @@ original against its reference executor (`tsopt optimize`'s report,
 verification.device) (`agree`: both max relative errors <= 1e-4); OpenVINO's outputs
 against ONNX Runtime's on the original are shown beside them (`OpenVINO
 error`), so a runtime that computed something else is not counted as fast.
+With --core-probe (vs_runtimes.sh passes build/bench/core_round_trip), each
+round of two or more threads also records the round trip of a cache line
+between the first two CPUs (`core round trip ns`, one figure per round): the
+host moves this project's two vCPUs between cores sharing a last-level cache
+(about 55 ns) and cores that do not (about 330 ns), and every runtime's
+2-thread times move with it.
 A row whose `tsopt optimize` spent its --budget before timing the candidates
 (its report's timing_rounds 0: the cost model's choice was written untimed)
 shows "(pick untimed)" beside its optimize time, and the summary counts them.
@@ -99,6 +105,20 @@ def tsopt_bench(tsopt, model, threads, reps, keep_denormals):
     return times[0]
 
 
+CORE_LINE = re.compile(r"core round trip: ([0-9.]+) ns")
+
+
+def core_round_trip(probe):
+    """The two CPUs' cache-line round trip in ns (bench/core_round_trip.cpp), or None without a probe."""
+    if not probe:
+        return None
+    r = subprocess.run([probe], capture_output=True, text=True)
+    m = CORE_LINE.search(r.stdout)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"core_round_trip exited {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}")
+    return float(m.group(1))
+
+
 def run_model(args, name, path, threads, work):
     opt = work / f"{name}.t{threads}.tsopt.onnx"
     report = work / f"{name}.t{threads}.report.json"
@@ -166,7 +186,12 @@ def run_model(args, name, path, threads, work):
             # 1-thread speed on the small models (mobilenet_v2, squeezenet).
             time.sleep(0.2)
             rounds[k].append(median_ms(f, args.reps))
-        log(f"  {name} t={threads} round {rnd + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rounds.items()))
+        # Where the two threads ran (the host moves the vCPUs; bench/core_round_trip.cpp).
+        core = core_round_trip(args.core_probe) if threads > 1 else None
+        if core is not None:
+            row.setdefault("core_round_trip_ns", []).append(round(core, 1))
+        log(f"  {name} t={threads} round {rnd + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rounds.items())
+            + (f", core round trip {core:.0f} ns" if core is not None else ""))
     for k, v in rounds.items():
         row[k] = round(statistics.median(v), 3)
     row["vs_ort"] = round(row["ort_orig"] / row["tsopt_opt"], 3)
@@ -181,18 +206,20 @@ def agrees(r):
 
 def markdown(rows, args):
     out = [f"| model | threads | tsopt original ms | tsopt optimized ms | ORT original ms | ORT on tsopt's model ms "
-           f"| OpenVINO original ms | tsopt vs ORT | tsopt vs OpenVINO | ORT gain from tsopt's model | optimize s | agree | OpenVINO error |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"| OpenVINO original ms | tsopt vs ORT | tsopt vs OpenVINO | ORT gain from tsopt's model | optimize s | agree | OpenVINO error "
+           f"| core round trip ns |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["optimize_exit"] != 0:
             out.append(f"| {r['model']} | {r['threads']} | exit {r['optimize_exit']}: {' '.join(r.get('error', []))} "
-                       "| – | – | – | – | – | – | – | – | – | – |")
+                       "| – | – | – | – | – | – | – | – | – | – | – |")
             continue
         device = "" if r.get("device_error") is None else f"; tsopt {r['device_error']:.1e}"
         out.append(f"| {r['model']} | {r['threads']} | {r['tsopt_orig']:.2f} | {r['tsopt_opt']:.2f} | {r['ort_orig']:.2f} "
                    f"| {r['ort_tsopt']:.2f} | {r['ov_orig']:.2f} | **{r['vs_ort']:.2f}x** | **{r['vs_ov']:.2f}x** "
                    f"| {r['ort_on_tsopt_output']:.2f}x | {r['optimize_s']}{' (pick untimed)' if r.get('timing_rounds') == 0 else ''} "
-                   f"| {'yes' if agrees(r) else 'NO'} ({r['agree_error']:.1e}{device}) | {r['ov_error']:.1e} |")
+                   f"| {'yes' if agrees(r) else 'NO'} ({r['agree_error']:.1e}{device}) | {r['ov_error']:.1e} "
+                   f"| {' / '.join(f'{x:.0f}' for x in r.get('core_round_trip_ns', [])) or '–'} |")
     return "\n".join(out)
 
 
@@ -214,6 +241,10 @@ def main():
                          "kept: all three keep them (tsopt --keep-denormals)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     ap.add_argument("--markdown", type=Path, help="also write the table as Markdown")
+    ap.add_argument("--core-probe", default="",
+                    help="build/bench/core_round_trip: run after each round of 2 or more threads, its round trip "
+                         "between the two CPUs (about 55 ns sharing a last-level cache, 330 on another AMD CCD here) "
+                         "logged and tabled per round")
     args = ap.parse_args()
     if args.rounds < 1 or args.reps < 1 or args.budget <= 0:
         ap.error("--rounds and --reps must be >= 1 and --budget > 0")

@@ -32,6 +32,7 @@ if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${exporter_packages[@]}" >/dev/null
 fi
 /usr/bin/python3 bench/export_models.py "$models" --set issue >&2
-ninja -C "$build" tools/tsopt/tsopt bench/export_zoo >/dev/null
+ninja -C "$build" tools/tsopt/tsopt bench/export_zoo bench/core_round_trip >/dev/null
 [ "${ZOO:-1}" = 0 ] || "$build/bench/export_zoo" "$models" >&2
-exec "$venv/bin/python" bench/vs_runtimes.py --models "$models" --tsopt "$build/tools/tsopt/tsopt" "$@"
+exec "$venv/bin/python" bench/vs_runtimes.py --models "$models" --tsopt "$build/tools/tsopt/tsopt" \
+  --core-probe "$build/bench/core_round_trip" "$@"
