@@ -58,7 +58,7 @@ double round_trip_ns(int a, int b, int rounds) {
     const int per_batch = std::max(1, rounds / batches);
     std::atomic<bool> pinned{true};
     std::thread echo([&] {
-        pinned = pin(b);
+        if (!pin(b)) pinned = false;
         for (int i = 0; i < batches * per_batch; ++i) {
             while (flag.load(std::memory_order_acquire) != 2 * i + 1) {
             }

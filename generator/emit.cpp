@@ -248,14 +248,9 @@ io::listed_rule canonical_rule(const std::string& text) {
 
 std::optional<io::listed_rule> changed_outputs_only(const io::listed_rule& r) {
     if (r.src_out.size() < 2) return std::nullopt;
-    const side_texts src = expression_texts(r, r.src, r.src_out), dst = expression_texts(r, r.dst, r.dst_out);
-    auto output_text = [](const side_texts& side, const spec::value_ref& v) {
-        if (v.is_var) return "?" + std::to_string(v.index);
-        return side.node.at(static_cast<std::size_t>(v.index)) + "#" + std::to_string(v.output);
-    };
     rule_patterns rest{r.src, r.dst, {}, {}};
     for (std::size_t k = 0; k < r.src_out.size(); ++k) {
-        if (output_text(src, r.src_out[k]) == output_text(dst, r.dst_out[k])) continue;
+        if (expression_texts(r, r.src, {r.src_out[k]}).outputs == expression_texts(r, r.dst, {r.dst_out[k]}).outputs) continue;
         rest.src_out.push_back(r.src_out[k]);
         rest.dst_out.push_back(r.dst_out[k]);
     }
