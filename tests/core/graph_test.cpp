@@ -307,9 +307,22 @@ TEST_CASE("constant_mask, hashes, compacted and acyclic agree whether or not inp
         else REQUIRE((new_id[i] >= 0 && moved.nodes[static_cast<std::size_t>(new_id[i])].name == rev.nodes[i].name));
     }
     CHECK(moved.inputs_precede());
+    // compacted_if_acyclic: the same graph and ids from one sort.
+    std::vector<std::int32_t> checked_id;
+    auto checked = graph(rev).compacted_if_acyclic(&checked_id);
+    REQUIRE(checked);
+    REQUIRE(checked->size() == moved.size());
+    for (std::size_t i = 0; i < moved.size(); ++i) CHECK(checked->nodes[i].name == moved.nodes[i].name);
+    CHECK(checked->outputs == moved.outputs);
+    CHECK(checked_id == new_id);
 
-    // A cycle: acyclic() says so without throwing; topological_order names it.
+    // A cycle: acyclic() says so without throwing; topological_order names
+    // it; compacted_if_acyclic gives nothing and leaves the graph whole.
     rev.nodes[static_cast<std::size_t>(flip(m).node)].inputs[0] = flip(r);
     CHECK_FALSE(rev.acyclic());
     CHECK_THROWS_WITH_AS(rev.topological_order(), Contains("graph has a cycle through"), tsopt::error);
+    graph cyclic = rev;
+    CHECK_FALSE(std::move(cyclic).compacted_if_acyclic());
+    CHECK(cyclic.size() == rev.size());
+    CHECK(cyclic.nodes[static_cast<std::size_t>(flip(m).node)].name == "mm");
 }

@@ -205,7 +205,7 @@ inline graph cut_nodes(const graph& g, const std::set<std::string>& names) {
         for (value v : h.nodes[u].inputs)
             if (h.at(v).kind == node_kind::op || h.at(v).kind == node_kind::opaque) h.outputs.push_back(v);
     for (std::size_t u : cut) h.nodes[u].inputs.clear();  // unreachable now: compaction drops it
-    return h.compacted();
+    return std::move(h).compacted();
 }
 
 // g with its opaque nodes of `types` cut out (cut_nodes).

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -337,6 +338,14 @@ public:
     graph compacted(std::vector<std::int32_t>& new_id) && {
         return compact([&](std::size_t i) { return std::move(nodes[i]); }, &new_id);
     }
+    // The same, or nullopt (the graph left as it was) when it has a cycle:
+    // one topological sort serves the check and the compaction, which a rule
+    // application in the search does for every graph it makes.
+    std::optional<graph> compacted_if_acyclic(std::vector<std::int32_t>* new_id = nullptr) && {
+        auto order = kahn_order();
+        if (order.size() != nodes.size()) return std::nullopt;
+        return compact([&](std::size_t i) { return std::move(nodes[i]); }, new_id, &order);
+    }
 
     // How node_hashes names a weight: by the address of its data (cheap; the
     // same only within one process) or by its values (the same in every run).
@@ -456,7 +465,8 @@ private:
     }
     // compacted()'s work; take(i) gives node i (a copy, or moved out).
     template <class Take>
-    graph compact(Take&& take, std::vector<std::int32_t>* new_id = nullptr) const {
+    graph compact(Take&& take, std::vector<std::int32_t>* new_id = nullptr,
+                  const std::vector<std::size_t>* sorted = nullptr) const {
         std::vector<bool> live(nodes.size(), false);
         std::vector<std::size_t> stack;
         for (value v : outputs) stack.push_back(static_cast<std::size_t>(v.node));
@@ -470,7 +480,8 @@ private:
         for (std::size_t i = 0; i < nodes.size(); ++i)
             if (nodes[i].kind == node_kind::input) live[i] = true;
         std::vector<std::int32_t> remap(nodes.size(), -1);
-        const auto order = topological_order();
+        std::vector<std::size_t> own;
+        const auto& order = sorted ? *sorted : (own = topological_order());
         graph g;
         g.nodes.reserve(order.size());
         for (std::size_t i : order) {

@@ -182,9 +182,9 @@ inline bool post_step(graph& g) {
 
 // See the header comment (step 4). The result computes what g computes.
 inline graph post_optimize(graph g, bool fold = true) {
-    g = g.compacted();
-    for (int guard = 0; guard < 10000 && detail::post_step(g); ++guard) g = g.compacted();
-    if (fold) g = rewrite::fold_constants(g);
+    g = std::move(g).compacted();
+    for (int guard = 0; guard < 10000 && detail::post_step(g); ++guard) g = std::move(g).compacted();
+    if (fold) g = rewrite::fold_constants(std::move(g));
     g.validate();
     return g;
 }

@@ -70,7 +70,7 @@ inline graph unfuse_activations(const graph& g) {
         for (value& v : r.outputs)
             if (v == old) v = a;
     }
-    return r.compacted();
+    return std::move(r).compacted();
 }
 
 // Maximal sets of linear operators connected by an edge between them or by
@@ -298,7 +298,7 @@ inline graph splice(const graph& g, const subprogram& sp, const graph& replaceme
             if (v == from) v = to;
     }
     (void)r.topological_order();  // throws on a cycle
-    return r.compacted();
+    return std::move(r).compacted();
 }
 
 }  // namespace tsopt::pet

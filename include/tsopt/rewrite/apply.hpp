@@ -87,8 +87,17 @@ inline bool layout_sensitive(spec::op_kind k) { return k == spec::op_kind::conv2
 namespace detail {
 
 struct built {
-    graph g;                           // not compacted: original nodes, then new ones
-    std::vector<std::int32_t> fresh;   // ids of the new nodes
+    graph g;  // compacted
+    // With apply_options::layouts, the new layout-sensitive nodes with more
+    // than one layout: id in g (-1: compacting dropped it), the layouts,
+    // the layout it was made with. In creation order, dropped ones kept, so
+    // the variants enumerated do not depend on what compacting drops.
+    struct choice {
+        std::int32_t id;
+        std::vector<spec::layout> layouts;
+        spec::layout made;
+    };
+    std::vector<choice> choices;
 };
 
 // The graph an application makes, read before it exists: g's nodes, then
@@ -289,18 +298,33 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
         });
     }
     // Every check that needs no cycle test passed: the graph itself.
-    built b{g, std::move(fresh)};
-    for (node& n : ng.added) b.g.nodes.push_back(std::move(n));
+    built b;
+    if (o.layouts)
+        for (auto id : fresh) {
+            const node& fn = ng.at(static_cast<std::size_t>(id));
+            if (!layout_sensitive(fn.op)) continue;
+            auto ls = supported_layouts(fn.op, fn.shapes[0]);
+            if (ls.size() > 1) b.choices.push_back({id, std::move(ls), fn.out_layout});
+        }
+    graph whole;
+    whole.nodes.reserve(ng.size());
+    whole.nodes.assign(g.nodes.begin(), g.nodes.end());
+    for (node& n : ng.added) whole.nodes.push_back(std::move(n));
+    whole.outputs = g.outputs;
     auto redirect = [&](value& v) {
         for (auto& [from, to] : repl)
             if (v == from) { v = to; return; }
     };
-    for (std::size_t i = 0; i < b.g.size(); ++i) {
+    for (std::size_t i = 0; i < whole.size(); ++i) {
         if (i < g.size() && matched[i]) continue;
-        for (value& v : b.g.nodes[i].inputs) redirect(v);
+        for (value& v : whole.nodes[i].inputs) redirect(v);
     }
-    for (value& v : b.g.outputs) redirect(v);
-    if (!b.g.acyclic()) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
+    for (value& v : whole.outputs) redirect(v);
+    std::vector<std::int32_t> new_id;
+    auto compact = std::move(whole).compacted_if_acyclic(b.choices.empty() ? nullptr : &new_id);
+    if (!compact) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
+    b.g = std::move(*compact);
+    for (auto& c : b.choices) c.id = new_id[static_cast<std::size_t>(c.id)];
     return b;
 }
 
@@ -314,38 +338,22 @@ inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const 
     auto b = detail::build(ix, r, m, o, why);
     if (!b) return {};
     std::vector<graph> out;
-    std::vector<std::pair<std::int32_t, std::vector<spec::layout>>> choices;
-    if (o.layouts)
-        for (auto id : b->fresh) {
-            const node& fn = b->g.nodes[static_cast<std::size_t>(id)];
-            if (!layout_sensitive(fn.op)) continue;
-            auto ls = supported_layouts(fn.op, fn.shapes[0]);
-            if (ls.size() > 1) choices.push_back({id, std::move(ls)});
-        }
-    if (choices.empty()) {
-        out.push_back(std::move(b->g).compacted());
-        return out;
-    }
-    // A variant differs from the first only in the layouts of new nodes, and
-    // compacting does not look at layouts: each is the compacted first graph
-    // with those nodes' layouts changed.
-    std::vector<spec::layout> orig;
-    for (auto& [id, ls] : choices) orig.push_back(b->g.nodes[static_cast<std::size_t>(id)].out_layout);
-    std::vector<std::int32_t> new_id;
-    out.push_back(std::move(b->g).compacted(new_id));
-    // Mixed-radix enumeration of the other combinations.
+    out.push_back(std::move(b->g));
+    // A variant differs from the first only in the layouts of new nodes:
+    // the first graph with those nodes' layouts changed. Mixed-radix
+    // enumeration of the combinations after the first.
+    const auto& choices = b->choices;
     std::vector<std::size_t> digit(choices.size(), 0);
-    while (out.size() < std::max<std::size_t>(o.max_layout_variants, 1)) {
+    while (!choices.empty() && out.size() < std::max<std::size_t>(o.max_layout_variants, 1)) {
         std::size_t k = 0;
-        while (k < digit.size() && ++digit[k] == choices[k].second.size()) digit[k++] = 0;
+        while (k < digit.size() && ++digit[k] == choices[k].layouts.size()) digit[k++] = 0;
         if (k == digit.size()) break;
         graph v = out.front();
         bool differs = false;
         for (std::size_t c = 0; c < choices.size(); ++c) {
-            spec::layout l = choices[c].second[digit[c]];
-            if (std::int32_t at = new_id[static_cast<std::size_t>(choices[c].first)]; at >= 0)
-                v.nodes[static_cast<std::size_t>(at)].out_layout = l;
-            differs = differs || l != orig[c];
+            spec::layout l = choices[c].layouts[digit[c]];
+            if (choices[c].id >= 0) v.nodes[static_cast<std::size_t>(choices[c].id)].out_layout = l;
+            differs = differs || l != choices[c].made;
         }
         if (differs) out.push_back(std::move(v));
     }
@@ -358,7 +366,7 @@ inline std::optional<graph> apply(const graph_index& ix, const rule& r, const ma
                                   std::string* why = nullptr) {
     auto b = detail::build(ix, r, m, o, why);
     if (!b) return std::nullopt;
-    return std::move(b->g).compacted();
+    return std::move(b->g);
 }
 inline std::optional<graph> apply(const graph_index& ix, const rule& r, const match& m, std::string* why = nullptr) {
     return apply(ix, r, m, apply_options{}, why);

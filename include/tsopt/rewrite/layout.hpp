@@ -139,7 +139,7 @@ inline graph explicit_conversions(graph g) {
     for (value& v : g.outputs)
         if (stored_nhwc(g, v)) v = convert(v, false);
     detail::simplify_reorders(g);
-    return g.compacted();
+    return std::move(g).compacted();
 }
 
 // g with the image operators in `ids` computing in layout l, conversions explicit.
@@ -152,9 +152,8 @@ inline graph with_layout(const graph& g, const std::vector<std::size_t>& ids, sp
 // The operators connected to node `seed` through edges between operators
 // that can compute in NHWC and are stored `l` (reorders and constants cut
 // the region).
-inline std::vector<std::size_t> layout_region(const graph& g, std::size_t seed, spec::layout l,
-                                              const std::vector<bool>& constant) {
-    auto cons = g.consumers();
+inline std::vector<std::size_t> layout_region(const graph& g, std::size_t seed, spec::layout l, const std::vector<bool>& constant,
+                                              const std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>>& cons) {
     auto member = [&](std::size_t i) {
         return can_be_nhwc(g, i) && !constant[i] && (g.nodes[i].out_layout == spec::layout::nhwc) == (l == spec::layout::nhwc);
     };
@@ -174,6 +173,9 @@ inline std::vector<std::size_t> layout_region(const graph& g, std::size_t seed, 
     std::sort(region.begin(), region.end());
     return region;
 }
+inline std::vector<std::size_t> layout_region(const graph& g, std::size_t seed, spec::layout l, const std::vector<bool>& constant) {
+    return layout_region(g, seed, l, constant, g.consumers());
+}
 
 // NCHW <-> NHWC search moves: for each convolution that runs at inference,
 // the convolution alone and its whole region switched to the other layout,
@@ -181,12 +183,13 @@ inline std::vector<std::size_t> layout_region(const graph& g, std::size_t seed, 
 inline std::vector<graph> nhwc_moves(const graph& g) {
     std::vector<graph> out;
     const auto constant = g.constant_mask();
+    const auto cons = g.consumers();
     std::vector<bool> in_region(g.size(), false);
     for (std::size_t i = 0; i < g.size(); ++i) {
         if (!g.nodes[i].is_op(spec::op_kind::conv2d) || constant[i] || !can_be_nhwc(g, i)) continue;
         const spec::layout now = g.nodes[i].out_layout == spec::layout::nhwc ? spec::layout::nhwc : spec::layout::nchw;
         const spec::layout other = now == spec::layout::nhwc ? spec::layout::nchw : spec::layout::nhwc;
-        auto region = layout_region(g, i, now, constant);
+        auto region = layout_region(g, i, now, constant, cons);
         out.push_back(with_layout(g, {i}, other));
         if (region.size() > 1 && !in_region[i]) out.push_back(with_layout(g, region, other));
         for (std::size_t j : region) in_region[j] = true;
@@ -208,7 +211,7 @@ inline graph without_nhwc(graph g) {
         }
     if (!any) return g;
     detail::simplify_reorders(g);
-    return g.compacted();
+    return std::move(g).compacted();
 }
 
 // Graphs that differ from g by one transpose turned into a view (its

@@ -113,9 +113,15 @@ inline bool fold_in_place(graph& g, fold_cache& cache) {
     auto mask = g.constant_mask();
     bool any = false;
     for (std::size_t i = 0; i < g.size() && !any; ++i) any = mask[i] && g.nodes[i].kind == node_kind::op;
-    std::unordered_set<const void*> data_seen;
-    for (std::size_t i = 0; i < g.size() && !any; ++i)
-        if (g.nodes[i].kind == node_kind::weight) any = !data_seen.insert(g.nodes[i].data.get()).second;
+    if (!any) {
+        // Two weight nodes holding one tensor (merged below). Sorted, not
+        // hashed: this runs for every graph the search makes.
+        std::vector<const void*> data;
+        for (const node& n : g.nodes)
+            if (n.kind == node_kind::weight) data.push_back(n.data.get());
+        std::sort(data.begin(), data.end());
+        any = std::adjacent_find(data.begin(), data.end()) != data.end();
+    }
     if (!any) return false;
     const std::size_t n0 = g.size();
     std::vector<node> added;  // the new weight nodes, ids n0, n0 + 1, ...
@@ -241,7 +247,7 @@ inline graph fold_batchnorm(const graph& g, std::string_view only = {},
         if (folded) folded->emplace_back(conv.name, bn.name);
         changed = true;
     }
-    return changed ? ng.compacted() : g;
+    return changed ? std::move(ng).compacted() : g;
 }
 
 // An operator computed twice, once (ONNX Runtime's common subexpression
@@ -282,7 +288,7 @@ inline graph merge_duplicates(const graph& g, std::vector<std::string>* merged =
         if (merged) merged->push_back(n.name);
         changed = true;
     }
-    return changed ? ng.compacted() : g;
+    return changed ? std::move(ng).compacted() : g;
 }
 
 struct preprocess_options {

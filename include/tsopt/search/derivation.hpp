@@ -234,7 +234,7 @@ inline std::optional<graph> apply_step(const rewrite::graph_index& ix, const rew
     }
     graph h = std::move(outs[variant]);
     if (layouts) h = rewrite::explicit_conversions(std::move(h));
-    return fold ? rewrite::fold_constants(h, cache) : h;
+    return fold ? rewrite::fold_constants(std::move(h), cache) : h;
 }
 
 inline std::string describe_step(std::size_t k, const rewrite_step& s) {

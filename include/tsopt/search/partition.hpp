@@ -526,7 +526,7 @@ inline graph stitch(const graph& whole, std::span<const replacement> reps) {
         }
     }
     out.validate();
-    return out.compacted();
+    return std::move(out).compacted();
 }
 
 inline graph stitch(const graph& whole, const subgraph& part, const graph& optimized) {
