@@ -454,6 +454,29 @@ TEST_CASE("preprocess: weight-only operators become weights; batchnorm folds int
     CHECK(s1.op_count() == f1.op_count());
 }
 
+// intern keys a tensor by its shape and a sample of its values; equality
+// is decided by comparing whole tensors, so one differing value the sample
+// skips still makes another tensor.
+TEST_CASE("fold_cache::intern: equal tensors share one, a difference outside the sampled values does not") {
+    const std::size_t n = 64 * rewrite::fold_cache::sampled_values;
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 97);
+    auto make = [&](const std::vector<float>& v) { return std::make_shared<const tensor<float>>(shape{64, 1024}, v); };
+    rewrite::fold_cache cache;
+    auto a = make(values);
+    CHECK(cache.intern(a) == a);
+    CHECK(cache.intern(make(values)) == a);
+    auto other = values;
+    other[1] += 1;  // between the first two sampled values
+    REQUIRE(rewrite::fold_cache::content_key(*make(other)) == rewrite::fold_cache::content_key(*a));
+    auto b = make(other);
+    CHECK(cache.intern(b) == b);
+    CHECK(cache.intern(make(other)) == b);
+    // Same values, another shape: another tensor.
+    auto c = std::make_shared<const tensor<float>>(shape{1024, 64}, values);
+    CHECK(cache.intern(c) == c);
+}
+
 TEST_CASE("preprocess: an operator computed twice is computed once (NASNet's cells pool one input twice)") {
     std::mt19937_64 rng(8);
     graph g;
