@@ -61,6 +61,40 @@ TEST_CASE("op_key: equal for identical operator instances, different otherwise")
     CHECK_FALSE(cost::op_key::of(h, static_cast<std::size_t>(e.node)) == ka);
 }
 
+// hash_of is what a cost model looks prices up by: it must be the key's
+// hash for every operator, opaque ones and NHWC ones included.
+TEST_CASE("op_key::hash_of(g, i) is op_key::of(g, i).hash() without building the key") {
+    auto check_all = [](const graph& g) {
+        std::size_t ops = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            if (g.nodes[i].kind == node_kind::input || g.nodes[i].kind == node_kind::weight) continue;
+            CAPTURE(g.nodes[i].name);
+            CHECK(cost::op_key::hash_of(g, i) == cost::op_key::of(g, i).hash());
+            ++ops;
+        }
+        return ops;
+    };
+    two_convs t;
+    t.g.nodes[static_cast<std::size_t>(t.b.node)].out_layout = spec::layout::nhwc;
+    t.g.nodes[static_cast<std::size_t>(t.x.node)].out_layout = spec::layout::nhwc;
+    auto op = std::make_shared<opaque_op>(opaque_op{"Mystery", "com.example", "attrs", 1});
+    auto o = t.g.opaque(op, {t.a, t.c}, {shape{1, 8, 16, 16}}, "mystery");
+    t.g.mark_output(t.g.relu(o[0]));
+    CHECK(check_all(t.g) == 6);
+    // Hashes that differ where the keys do.
+    CHECK(cost::op_key::hash_of(t.g, static_cast<std::size_t>(t.a.node)) !=
+          cost::op_key::hash_of(t.g, static_cast<std::size_t>(t.c.node)));
+    // Matrices, column-major producers, a multi-output split, a concat of many.
+    graph m;
+    std::mt19937_64 rng(3);
+    auto x = m.input("x", {4, 6});
+    auto y = m.matmul(x, m.weight("w", {6, 8}, rng));
+    m.nodes[static_cast<std::size_t>(y.node)].out_layout = spec::layout::col_major;
+    auto [left, right] = m.split(1, 3, m.relu(y));
+    m.mark_output(m.concat(1, {left, right, left, right, left}));
+    CHECK(check_all(m) == 4);
+}
+
 TEST_CASE("op_key: inputs and weights have no key") {
     two_convs t;
     CHECK_THROWS_WITH_AS(cost::op_key::of(t.g, 0), doctest::Contains("is not an operator"), error);

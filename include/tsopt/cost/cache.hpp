@@ -59,14 +59,7 @@ struct op_key {
         } else {
             const opaque_op* o = n.opaque.get();
             k.opaque_type = o ? o->type + "@" + o->domain : std::string("opaque@");
-            std::uint64_t h = 0x6f70617175650000ull;
-            if (o) {
-                h = hashing::combine(h, hashing::fnv1a_of(o->type));
-                h = hashing::combine(h, hashing::fnv1a_of(o->domain));
-                h = hashing::combine(h, hashing::fnv1a_of(o->attributes));
-                h = hashing::combine(h, static_cast<std::uint64_t>(o->attribute_count));
-            }
-            k.opaque_id = h;
+            k.opaque_id = opaque_hash(o);
         }
         for (value v : n.inputs) {
             k.in_shapes.push_back(g.shape_of(v));
@@ -76,16 +69,31 @@ struct op_key {
     }
 
     std::uint64_t hash() const {
-        std::uint64_t h = hashing::combine(0x636f73746b6579ull, static_cast<std::uint64_t>(kind));
-        h = hashing::combine(h, static_cast<std::uint64_t>(op));
-        for (auto p : params.v) h = hashing::combine(h, static_cast<std::uint32_t>(p));
-        for (const shape& s : in_shapes) {
-            h = hashing::combine(h, static_cast<std::uint64_t>(s.rank));
-            for (auto d : s) h = hashing::combine(h, static_cast<std::uint64_t>(d));
-        }
+        std::uint64_t h = hash_head(kind, op, params);
+        for (const shape& s : in_shapes) h = hash_shape(h, s);
         for (auto l : in_layouts) h = hashing::combine(h, static_cast<std::uint64_t>(l));
-        h = hashing::combine(h, static_cast<std::uint64_t>(out_layout));
-        return hashing::combine(h, opaque_id);
+        return hash_tail(h, out_layout, opaque_id);
+    }
+    // of(g, i).hash() without building the key (no allocation): what a cost
+    // model looks up once per operator of every graph a search prices.
+    static std::uint64_t hash_of(const graph& g, std::size_t i) {
+        const node& n = g.nodes[i];
+        const bool op = n.kind == node_kind::op;
+        std::uint64_t h = hash_head(n.kind, op ? n.op : spec::op_kind{}, op ? n.params : spec::op_params{});
+        for (value v : n.inputs) h = hash_shape(h, g.shape_of(v));
+        for (value v : n.inputs) h = hashing::combine(h, static_cast<std::uint64_t>(g.at(v).out_layout));
+        return hash_tail(h, n.out_layout, op ? 0 : opaque_hash(n.opaque.get()));
+    }
+
+    static std::uint64_t opaque_hash(const opaque_op* o) {
+        std::uint64_t h = 0x6f70617175650000ull;
+        if (o) {
+            h = hashing::combine(h, hashing::fnv1a_of(o->type));
+            h = hashing::combine(h, hashing::fnv1a_of(o->domain));
+            h = hashing::combine(h, hashing::fnv1a_of(o->attributes));
+            h = hashing::combine(h, static_cast<std::uint64_t>(o->attribute_count));
+        }
+        return h;
     }
 
     std::string str() const {
@@ -174,6 +182,23 @@ private:
     template <class T>
     static bool number(std::string_view s, T& out) {
         return !s.empty() && std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc{};
+    }
+
+private:
+    static std::uint64_t hash_head(node_kind kind, spec::op_kind op, const spec::op_params& params) {
+        std::uint64_t h = hashing::combine(0x636f73746b6579ull, static_cast<std::uint64_t>(kind));
+        h = hashing::combine(h, static_cast<std::uint64_t>(op));
+        for (auto p : params.v) h = hashing::combine(h, static_cast<std::uint32_t>(p));
+        return h;
+    }
+    static std::uint64_t hash_shape(std::uint64_t h, const shape& s) {
+        h = hashing::combine(h, static_cast<std::uint64_t>(s.rank));
+        for (auto d : s) h = hashing::combine(h, static_cast<std::uint64_t>(d));
+        return h;
+    }
+    static std::uint64_t hash_tail(std::uint64_t h, spec::layout out_layout, std::uint64_t opaque_id) {
+        h = hashing::combine(h, static_cast<std::uint64_t>(out_layout));
+        return hashing::combine(h, opaque_id);
     }
 };
 
