@@ -176,7 +176,10 @@ int main(int argc, char** argv) try {
             const double median_s = seconds[seconds.size() / 2];
             const double rate = static_cast<double>(rep.expansions) / median_s;
             const double graph_rate = static_cast<double>(rep.generated) / median_s;
-            if (&set == &sets.front()) base_rate[mi] = rate, base_graph_rate[mi] = graph_rate;
+            if (&set == &sets.front()) {
+                base_rate[mi] = rate;
+                base_graph_rate[mi] = graph_rate;
+            }
             std::printf("%-14s %-13s %7zu %8zu | %12.2f %12.2f %7.1fx | %10.1f %8.2fx | %10.0f %8.2fx | %8zu %8zu %8zu %8zu\n",
                         set.name.c_str(), models[mi].c_str(), set.rules.size(), indexed_matches, brute_ms, indexed_ms,
                         brute_ms / indexed_ms, rate, base_rate[mi] > 0 ? rate / base_rate[mi] : 0.0, graph_rate,
