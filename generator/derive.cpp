@@ -3,9 +3,11 @@
 // derived from them, without a Z3 query. And the candidates Z3 cannot bound
 // that are settled before it (opaque constants, below).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <random>
+#include <ranges>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -303,7 +305,8 @@ bool tied_slot(const gop& op, int slot) {
 bool reached_by_axioms(const gop& op) {
     const auto& pv = param_values(op.pidx);
     const auto& d = spec::decl(op.kind);
-    for (const auto& ax : spec::taso_model_axioms)
+    const std::span<const spec::axiom> base(spec::taso_model_axioms), own = spec::extension_axioms();
+    for (const auto& ax : std::views::join(std::array{base, own}))
         for (const spec::expr* e : {&ax.eq.lhs, &ax.eq.rhs})
             for (int k = 0; k < e->size; ++k) {
                 const auto& n = e->nodes[static_cast<std::size_t>(k)];

@@ -34,7 +34,8 @@ verifier make_verifier(const run_config& c) {
     // square in ewmul(imatmul(dim(x, 0)), transpose(x))), which the identity
     // and diagonal axioms' constants need; at N = 3 they decide 6 more of the
     // candidates the rlimit cut (docs/generator.md).
-    verifier v(std::span<const spec::axiom>(spec::taso_model_axioms), c.timeout_ms, c.rlimit, /*shape_facts=*/true);
+    // An engine's registered axioms join TASO's model's (spec::proof_base).
+    verifier v(spec::proof_base(), c.timeout_ms, c.rlimit, /*shape_facts=*/true);
     v.limit_instances(c.max_instances);
     v.use_mbqi(c.mbqi);
     v.reuse_solver(c.reuse_solver);
@@ -947,7 +948,7 @@ run_result run(const run_config& c) {
                (used_transposed[i] ? of_limit(used_transposed[i]) + " for its transposed mirror, " + of_limit(used[i]) +
                                          " for the step back"
                                    : of_limit(used[i])) +
-               ") against " + std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
+               ") against " + std::to_string(spec::all_axioms.size() + spec::extension_axioms().size()) + " axioms" + spec_tail;
     };
     auto derived_provenance = [&](std::size_t i) {
         std::string from;
@@ -1076,7 +1077,7 @@ run_result run(const run_config& c) {
                 std::string prov = by + "proven by Z3 (rlimit " + of_limit(res[i].rlimit_used) + ") over parameter variables (" +
                                    groups[i].slots + ": any value; " + std::to_string(groups[i].members.size()) +
                                    " enumerated instance" + (groups[i].members.size() == 1 ? "" : "s") + " replaced) against " +
-                                   std::to_string(spec::all_axioms.size()) + " axioms" + spec_tail;
+                                   std::to_string(spec::all_axioms.size() + spec::extension_axioms().size()) + " axioms" + spec_tail;
                 general.try_emplace(groups[i].general.text, emitted_rule{groups[i].general, prov, true});
             }
             std::erase_if(pending, [&](std::size_t m) { return replaced[m] != 0; });
@@ -1191,7 +1192,7 @@ run_result run(const run_config& c) {
     for (const auto& d : disciplines) enumeration += (enumeration.empty() ? " (" : ", ") + d;
     if (!enumeration.empty()) enumeration += ")";
     std::string head = "max_ops " + std::to_string(c.o.max_ops) + enumeration + ", " + std::to_string(r.rules.size()) + " rules: " +
-                       std::to_string(n_z3_rules) + " proven by Z3 (" + std::to_string(spec::all_axioms.size()) +
+                       std::to_string(n_z3_rules) + " proven by Z3 (" + std::to_string(spec::all_axioms.size() + spec::extension_axioms().size()) +
                        " axioms, " + limits + ")" +
                        (c.emit_derived ? ", " + std::to_string(n_derived_rules) +
                                              " derived by rewriting from those (each names its sources)"

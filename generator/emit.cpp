@@ -319,7 +319,10 @@ std::string render_unproven_listing(std::span<const std::string> lines, const st
 namespace {
 void ref_init(std::ostream& s, const spec::value_ref& r) { s << "{" << r.index << "," << int(r.output) << "," << (r.is_var ? "true" : "false") << "}"; }
 void node_init(std::ostream& s, const spec::pattern_node& n) {
-    s << "{K::" << spec::name(n.op) << "," << int(n.num_inputs) << ",{{";
+    // An engine's own operator by its kind number: generated() checks that
+    // the program registered the same operator under it.
+    if (spec::is_extension(n.op)) s << "{K(" << int(n.op) << ")," << int(n.num_inputs) << ",{{";
+    else s << "{K::" << spec::name(n.op) << "," << int(n.num_inputs) << ",{{";
     for (int i = 0; i < n.num_inputs; ++i) {
         if (i) s << ",";
         ref_init(s, n.inputs[static_cast<std::size_t>(i)]);
@@ -376,7 +379,15 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
          "// the committed snapshot lets engines use tsopt without Z3.\n";
     std::istringstream sum(summary);
     for (std::string line; std::getline(sum, line);) s << "//   " << line << "\n";
-    s << "#pragma once\n#include <array>\n#include <cstddef>\n#include <span>\n#include <string_view>\n\n#include \"tsopt/rewrite/rule.hpp\"\n\n"
+    // The engine's own operators the rules name, by kind.
+    std::vector<spec::op_kind> own;
+    for (auto& r : rules)
+        for (const auto* side : {&r.r.src, &r.r.dst})
+            for (auto& x : *side)
+                if (spec::is_extension(x.op) && std::find(own.begin(), own.end(), x.op) == own.end()) own.push_back(x.op);
+    std::sort(own.begin(), own.end());
+    s << "#pragma once\n#include <array>\n#include <cstddef>\n#include <span>\n#include <string_view>\n\n#include \"tsopt/rewrite/rule.hpp\"\n"
+      << (!own.empty() ? "#include \"tsopt/spec/registry.hpp\"\n" : "") << "\n"
          "namespace " << ns << " {\n\n";
     // Outside tsopt::rules the names the tables use come in as aliases, so
     // the rest of the text is the same for every namespace.
@@ -437,9 +448,22 @@ std::string render_header(std::span<const emitted_rule> rules, const std::string
           << r.num_param_vars << "},\n";
     }
     s << "}};\n\n// Every generated rule, each proven (by Z3 or by rewriting with Z3-proven rules);\n"
-         "// the optimizer's registration entry point.\n"
-         "inline std::span<const rewrite::rule> generated() { return generated_rules; }\n\n"
-         "}  // namespace " << ns << "\n";
+         "// the optimizer's registration entry point.\n";
+    if (own.empty()) {
+        s << "inline std::span<const rewrite::rule> generated() { return generated_rules; }\n\n";
+    } else {
+        s << "// The rules name operators of the engine's own (spec::register_operator): each\n"
+             "// must be registered under the kind it had when the rules were proven.\n"
+             "inline std::span<const rewrite::rule> generated() {\n"
+             "    static const bool registered = [] {\n";
+        for (auto k : own) s << "        spec::require_operator(spec::op_kind(" << int(k) << "), " << literal(spec::name(k)) << ");\n";
+        s << "        return true;\n"
+             "    }();\n"
+             "    (void)registered;\n"
+             "    return generated_rules;\n"
+             "}\n\n";
+    }
+    s << "}  // namespace " << ns << "\n";
     return s.str();
 }
 

@@ -262,7 +262,7 @@ struct state {
     std::vector<std::uint64_t> ops_sh;
     std::vector<int> first_out;
     int unconsumed = 0;  // op outputs not consumed
-    std::array<std::vector<spec::op_params>, spec::op_count> combos;
+    std::array<std::vector<spec::op_params>, spec::max_op_kinds> combos;
 
     explicit state(const options& opt) : o(&opt), I(static_cast<int>(opt.inputs.size())) {
         const auto& fi = fingerprint_inputs(opt);
@@ -470,9 +470,34 @@ struct state {
                     }
                     break;
                 }
-                default: break;  // not enumerated
+                default:
+                    if (spec::is_extension(k)) generic_candidates(k, cs, add);
+                    break;  // built-ins not listed: not enumerated
             }
         }
+    }
+
+    // An engine's own operator (spec::register_operator): every operand
+    // choice that is not a one-element scalar first, with every parameter
+    // combination of its domains; its shape rule (push) refuses the rest.
+    template <class Add>
+    void generic_candidates(spec::op_kind k, const std::vector<spec::op_params>& cs, Add& add) const {
+        const int T = num_tensors();
+        const int arity = spec::decl(k).min_inputs;
+        const bool distinct = o->distinct_operands;
+        if (arity == 0)
+            for (auto& p : cs) add(k, {}, p);
+        else if (arity == 1)
+            for (int a = 0; a < T; ++a) {
+                if (roles[a] == role::scalar) continue;
+                for (auto& p : cs) add(k, {a}, p);
+            }
+        else if (arity == 2)
+            for (int a = 0; a < T; ++a)
+                for (int b = 0; b < T; ++b) {
+                    if (roles[a] == role::scalar || (distinct && a == b)) continue;
+                    for (auto& p : cs) add(k, {a, b}, p);
+                }
     }
 
     role out_role(const gop& op) const {
@@ -539,7 +564,11 @@ struct state {
                 }
                 break;
             }
-            default: break;
+            default:
+                // An engine's pointwise unary operator keeps its operand's shape.
+                if (spec::is_extension(op.kind) && op.nin == 1 && spec::decl(op.kind).cls == spec::op_class::elementwise)
+                    ob[0] = bnd[op.in[0]];
+                break;
         }
     }
 

@@ -24,6 +24,7 @@
 #include "tsopt/core/shape.hpp"
 #include "tsopt/core/graph.hpp"
 #include "tsopt/core/tensor.hpp"
+#include "tsopt/spec/axiom_dsl.hpp"
 #include "tsopt/spec/registry.hpp"
 #include "team.hpp"
 
@@ -594,5 +595,16 @@ bool may_enable(const io::listed_rule& r, const io::listed_rule& other);
 // other dead ends (a fixpoint). tsopt-gen leaves them out of the emitted
 // set (`cost_raising_dead_ends` in the summary).
 std::vector<bool> cost_raising_dead_ends(std::span<const io::listed_rule* const> rules);
+
+// An axiom checked on `samples` random instances (shapes, parameter values,
+// tensors) under the operators' float semantics: "" when it held on every
+// instance that type-checked and one did; "false: ..." when an instance
+// tells the sides apart; "not sampled: ..." when it could not be checked.
+std::string sample_axiom(const spec::axiom& a, int samples = 256, std::uint64_t seed = 1);
+
+// tsopt-gen's command line: parses argv, runs, prints the summary; returns
+// the exit status. An engine's own generator registers its operators and
+// axioms (spec::register_operator, spec::register_axioms) and calls it.
+int cli_main(int argc, char** argv);
 
 }  // namespace tsopt::gen

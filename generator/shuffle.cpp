@@ -20,7 +20,7 @@ void write_op(byte_writer& w, const gop& op) {
 gop read_op(byte_reader& in) {
     gop op;
     op.kind = in.pod<spec::op_kind>();
-    if (static_cast<int>(op.kind) >= spec::op_count)
+    if (!spec::is_declared(op.kind))
         throw error("generator: a stored graph names operator " + std::to_string(static_cast<int>(op.kind)));
     op.nin = in.pod<std::uint8_t>();
     op.in = in.pod<decltype(op.in)>();

@@ -461,3 +461,24 @@ TEST_CASE("a query the wall clock ends aborts the run with a named error") {
         CHECK_MESSAGE(m.find("--timeout-ms 1,") != std::string::npos, m);
     }
 }
+
+TEST_CASE("an engine's axiom is sampled on random tensors before it proves anything") {
+    using namespace spec::vars;
+    // Declared with tsopt's operators here; cli.cpp samples an engine's
+    // registered axioms the same way (tests/consumer/own_operators).
+    using spec::make_axiom;
+    constexpr auto comm = make_axiom("comm", spec::ewadd(x, y) == spec::ewadd(y, x));
+    constexpr auto mm = make_axiom("mm", spec::matmul(none, x, spec::ewadd(y, z)) ==
+                                             spec::ewadd(spec::matmul(none, x, y), spec::matmul(none, x, z)));
+    CHECK(sample_axiom(comm) == "");
+    CHECK(sample_axiom(mm) == "");
+    // relu does not distribute over a sum: some instance tells the sides apart.
+    constexpr auto relu_sum = make_axiom("relu-sum", spec::relu(spec::ewadd(x, y)) == spec::ewadd(spec::relu(x), spec::relu(y)));
+    CHECK(sample_axiom(relu_sum).starts_with("false: the two sides differ"));
+    // matmul does not commute.
+    constexpr auto mm_comm = make_axiom("mm-comm", spec::matmul(none, x, y) == spec::matmul(none, y, x));
+    CHECK(sample_axiom(mm_comm).starts_with("false"));
+    // Split points come from concat history, which sampling does not model.
+    constexpr auto split = make_axiom("split", spec::split0(spec::pconst(0), spec::concat(spec::pconst(0), x, y)) == x);
+    CHECK(sample_axiom(split).starts_with("not sampled"));
+}

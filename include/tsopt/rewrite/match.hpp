@@ -78,7 +78,7 @@ public:
 
 private:
     const graph* g_;
-    std::array<std::vector<std::int32_t>, spec::op_count> by_kind_{};
+    std::array<std::vector<std::int32_t>, spec::max_op_kinds> by_kind_{};
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> cons_;
     std::vector<bool> constant_;
     std::vector<std::vector<int>> uses_, out_uses_;

@@ -205,7 +205,7 @@ private:
     // Files rule i under the signature of pattern node `at` of src in
     // `table`; a commutative node matches a graph node's operands in either
     // order (match.hpp), so its rule is filed under both.
-    using table = std::array<std::vector<group>, spec::op_count>;
+    using table = std::array<std::vector<group>, spec::max_op_kinds>;
     static void file(table& t, std::span<const spec::pattern_node> src, std::size_t at, std::uint32_t i) {
         const spec::pattern_node& p = src[at];
         auto& groups = t[static_cast<std::size_t>(p.op)];

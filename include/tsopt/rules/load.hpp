@@ -54,7 +54,9 @@ inline loaded_rules checked(io::rule_listing l, std::string source) {
     // A listing written before tsopt had one hash names this very operator
     // set by its old hash (spec_hash_before_one_hash): the same proofs, so
     // it is taken as it is.
-    if (l.spec_hash != ours && l.spec_hash != spec::spec_hash_before_one_hash())
+    // One proven against the built-in set holds beside an engine's own
+    // registered operators too.
+    if (l.spec_hash != ours && l.spec_hash != spec::builtin_spec_hash() && l.spec_hash != spec::spec_hash_before_one_hash())
         throw error(source + ": its rules were proven against operator set " + l.spec_hash + ", this build's is " + ours +
                     " (operators or axioms changed since): regenerate it with this build's tsopt-gen");
     if (l.rules.empty()) throw error(source + ": contains no rule (a listing from tsopt-gen --no-verify, or cut short?)");

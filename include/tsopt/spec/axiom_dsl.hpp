@@ -31,8 +31,11 @@ constexpr expr tvar(int i) {
 
 // op(args...) with explicit parameter terms (missing trailing slots take the
 // declaration's fallback value). `output` selects among several outputs.
-consteval expr apply(op_kind k, std::initializer_list<param_term> params, std::initializer_list<expr> args, int output = 0) {
-    const op_decl& d = decl(k);
+// The declaration form serves an engine's own operators (registered at run
+// time, so not in the constexpr table the op_kind form reads).
+consteval expr apply(const op_decl& d, std::initializer_list<param_term> params, std::initializer_list<expr> args,
+                     int output = 0) {
+    const op_kind k = d.kind;
     if (static_cast<int>(args.size()) < d.min_inputs || static_cast<int>(args.size()) > d.max_inputs ||
         static_cast<int>(args.size()) > spec::max_inputs)
         throw "axiom DSL: operator applied to the wrong number of inputs";
@@ -66,6 +69,9 @@ consteval expr apply(op_kind k, std::initializer_list<param_term> params, std::i
     r.root = node_ref(r.size, output);
     ++r.size;
     return r;
+}
+consteval expr apply(op_kind k, std::initializer_list<param_term> params, std::initializer_list<expr> args, int output = 0) {
+    return apply(decl(k), params, args, output);
 }
 
 // Named constructors, one per operator, in the order of the declarations.

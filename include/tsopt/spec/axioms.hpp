@@ -15,6 +15,10 @@
 //    through pdim terms (`imatmul(pdim(x, 1))`).
 // Every axiom is checked against the operator semantics by
 // generator/verify/axiom_check (symbolic execution over small shapes).
+#include <span>
+#include <string>
+#include <vector>
+
 #include "tsopt/spec/axiom_dsl.hpp"
 
 namespace tsopt::spec {
@@ -282,7 +286,7 @@ namespace detail {
 // The matcher's license to bind a commutative operator's operands in either
 // order (op_decl::commutative): the axiom op(?a, ?b) == op(?b, ?a), with no
 // side condition.
-consteval bool states_commutativity(const axiom& a, op_kind k) {
+constexpr bool states_commutativity(const axiom& a, op_kind k) {
     const expr& l = a.eq.lhs;
     const expr& r = a.eq.rhs;
     if (a.num_where != 0 || l.size != 1 || r.size != 1) return false;
@@ -305,5 +309,54 @@ consteval bool commutative_operators_have_axioms() {
 }  // namespace detail
 static_assert(detail::commutative_operators_have_axioms(),
               "spec: an operator declared commutative has exactly two inputs and the proof base states op(?x, ?y) == op(?y, ?x)");
+
+// ---------------------------------------------------------------------------
+// An engine's own axioms, over its registered operators (and the built-in
+// ones): the generator proves its rules from taso_model_axioms and these.
+namespace detail {
+inline std::vector<axiom>& extension_axiom_list() {
+    static std::vector<axiom> v;
+    return v;
+}
+}  // namespace detail
+
+inline std::span<const axiom> extension_axioms() { return detail::extension_axiom_list(); }
+
+// Adds axioms to the generator's proof base. Each must name only declared
+// operators (register them first) and a name no other axiom has; the axioms
+// must outlive their use (a namespace-scope constexpr array does).
+inline void register_axioms(std::span<const axiom> as) {
+    auto& list = detail::extension_axiom_list();
+    for (const axiom& a : as) {
+        const std::string who = "spec::register_axioms: axiom '" + std::string(a.name) + "': ";
+        if (find_axiom(a.name)) throw error(who + "a built-in axiom has that name");
+        for (const axiom& b : list)
+            if (b.name == a.name) throw error(who + "registered twice");
+        for (const expr* e : {&a.eq.lhs, &a.eq.rhs})
+            for (int i = 0; i < e->size; ++i)
+                if (!is_declared(e->nodes[static_cast<std::size_t>(i)].op))
+                    throw error(who + "names operator kind " + std::to_string(int(e->nodes[static_cast<std::size_t>(i)].op)) +
+                                ", which is not registered (spec::register_operator before its axioms)");
+    }
+    list.insert(list.end(), as.begin(), as.end());
+}
+
+// The generator's proof base: TASO's model's axioms, then the registered
+// ones. Throws when a registered operator is declared commutative and no
+// registered axiom states it (the matcher would bind its operands in both
+// orders on the declaration's word alone).
+inline std::vector<axiom> proof_base() {
+    std::vector<axiom> r(taso_model_axioms.begin(), taso_model_axioms.end());
+    r.insert(r.end(), extension_axioms().begin(), extension_axioms().end());
+    for (const op_decl* d : extension_operators()) {
+        if (!d->commutative) continue;
+        bool stated = false;
+        for (const axiom& a : extension_axioms()) stated = stated || detail::states_commutativity(a, d->kind);
+        if (!stated)
+            throw error("operator '" + std::string(d->name) +
+                        "' is declared commutative but no registered axiom states op(?x, ?y) == op(?y, ?x)");
+    }
+    return r;
+}
 
 }  // namespace tsopt::spec

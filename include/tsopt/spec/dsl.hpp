@@ -6,9 +6,13 @@
 // the backends and the ONNX mapping all read these declarations; none keeps a
 // list of its own.
 //
-// Adding an operator: add its name to `op_kind` below, write one file in
-// spec/ops/ with its `op_decl`, list it in spec/registry.hpp (a static_assert
-// there checks the order), and give it axioms in spec/axioms.hpp.
+// Adding an operator to tsopt: add its name to `op_kind` below, write one file
+// in spec/ops/ with its `op_decl`, list it in spec/registry.hpp (a
+// static_assert there checks the order), and give it axioms in
+// spec/axioms.hpp. An engine adds its own without editing tsopt: an `op_decl`
+// of kind `extension_kind(i)`, registered at run time (spec/registry.hpp
+// `register_operator`), with axioms registered beside it (docs/install.md,
+// "Your own operators").
 #include <array>
 #include <cstdint>
 #include <span>
@@ -33,6 +37,16 @@ enum class op_kind : std::uint8_t {
     count_
 };
 inline constexpr int op_count = static_cast<int>(op_kind::count_);
+// Operators an engine declares itself (spec::register_operator): op_kind
+// values from first_extension_kind up, one per declaration, so graphs, rules
+// and the generator carry them like the built-in ones.
+inline constexpr int first_extension_kind = 128;
+inline constexpr int max_op_kinds = 256;  // every op_kind value: tables indexed by kind
+consteval op_kind extension_kind(int i) {
+    if (i < 0 || first_extension_kind + i >= max_op_kinds) throw "spec::extension_kind: index beyond the 128 extension kinds";
+    return static_cast<op_kind>(first_extension_kind + i);
+}
+constexpr bool is_extension(op_kind k) { return static_cast<int>(k) >= first_extension_kind; }
 
 inline constexpr int max_params = 8;
 inline constexpr int max_inputs = 4;   // in patterns and declarations (concat is variadic in graphs)

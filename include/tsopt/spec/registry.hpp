@@ -2,6 +2,7 @@
 // The table of every declared operator, indexed by op_kind, and the lookups
 // every stage uses (by kind, by name) plus checked shape inference and
 // evaluation entry points.
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,13 +45,99 @@ consteval bool registry_is_consistent() {
 static_assert(detail::registry_is_consistent(),
               "spec::operators must list every op_kind in enum order, with valid arities");
 
-constexpr const op_decl& decl(op_kind k) { return *operators[static_cast<std::size_t>(k)]; }
+// ---------------------------------------------------------------------------
+// Operators an engine declares (kinds from first_extension_kind): registered
+// once at start-up, before graphs, rules or the generator name them, and
+// looked up like the built-in ones from then on. Registration is not
+// synchronised with lookups: register before starting threads.
+namespace detail {
+inline std::array<const op_decl*, max_op_kinds - first_extension_kind>& extension_table() {
+    static std::array<const op_decl*, max_op_kinds - first_extension_kind> t{};
+    return t;
+}
+[[noreturn]] inline void undeclared_kind(op_kind k) {
+    throw error("operator kind " + std::to_string(static_cast<int>(k)) +
+                " is not declared (an engine's own operator must be registered with spec::register_operator first)");
+}
+}  // namespace detail
+
+// Whether kind k names a built-in or a registered operator.
+inline bool is_declared(op_kind k) {
+    const int i = static_cast<int>(k);
+    if (i < op_count) return true;
+    return i >= first_extension_kind && detail::extension_table()[static_cast<std::size_t>(i - first_extension_kind)];
+}
+
+constexpr const op_decl& decl(op_kind k) {
+    if (static_cast<int>(k) < op_count) return *operators[static_cast<std::size_t>(k)];
+    if (!is_declared(k)) detail::undeclared_kind(k);
+    return *detail::extension_table()[static_cast<std::size_t>(static_cast<int>(k) - first_extension_kind)];
+}
 constexpr std::string_view name(op_kind k) { return decl(k).name; }
+
+// The registered operators, in kind order.
+inline std::vector<const op_decl*> extension_operators() {
+    std::vector<const op_decl*> r;
+    for (const op_decl* d : detail::extension_table())
+        if (d) r.push_back(d);
+    return r;
+}
+// Built-in operators, then the registered ones.
+inline std::vector<const op_decl*> all_operators() {
+    std::vector<const op_decl*> r(operators.begin(), operators.end());
+    for (const op_decl* d : extension_operators()) r.push_back(d);
+    return r;
+}
 
 constexpr std::optional<op_kind> find_op(std::string_view n) {
     for (const op_decl* d : operators)
         if (d->name == n) return d->kind;
+    if (!std::is_constant_evaluated())
+        for (const op_decl* d : detail::extension_table())
+            if (d && d->name == n) return d->kind;
     return std::nullopt;
+}
+
+// Throws unless kind k is registered as the operator `expected_name`: rules
+// and listings naming an engine's operator by kind check it so.
+inline void require_operator(op_kind k, std::string_view expected_name) {
+    if (!is_declared(k))
+        throw error("rules name the engine's operator '" + std::string(expected_name) + "' (kind " +
+                    std::to_string(static_cast<int>(k)) + "), which this program has not registered (spec::register_operator)");
+    if (decl(k).name != expected_name)
+        throw error("rules name operator '" + std::string(expected_name) + "' as kind " + std::to_string(static_cast<int>(k)) +
+                    ", but this program registered '" + std::string(decl(k).name) + "' there: regenerate the rules");
+}
+
+// Declares an engine's own operator. `d` must outlive every use (a
+// namespace-scope constexpr op_decl does). Registering the same declaration
+// again is a no-op; anything else that would make kinds or names ambiguous,
+// or a declaration the generator and the backends cannot use, is an error
+// naming the problem.
+inline void register_operator(const op_decl& d) {
+    const std::string who = "spec::register_operator('" + std::string(d.name) + "'): ";
+    const int k = static_cast<int>(d.kind);
+    if (k < first_extension_kind || k >= max_op_kinds)
+        throw error(who + "its kind " + std::to_string(k) + " is not an extension kind (use spec::extension_kind(i), i < " +
+                    std::to_string(max_op_kinds - first_extension_kind) + ")");
+    auto& slot = detail::extension_table()[static_cast<std::size_t>(k - first_extension_kind)];
+    if (slot == &d) return;
+    if (slot)
+        throw error(who + "kind " + std::to_string(k) + " is already taken by operator '" + std::string(slot->name) + "'");
+    if (d.name.empty()) throw error(who + "an operator needs a name");
+    for (char c : d.name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+            throw error(who + "names are letters, digits and '_' (rule listings and headers print them)");
+    if (auto other = find_op(d.name)) throw error(who + "the name is already declared (kind " + std::to_string(int(*other)) + ")");
+    if (!d.infer || !d.eval_float || !d.eval_modp || !d.flops)
+        throw error(who + "a declaration needs its shape rule, both reference semantics (float and modp) and its FLOPs");
+    if (d.num_outputs < 1 || d.num_outputs > max_outputs || d.min_inputs < 0 || d.min_inputs > d.max_inputs ||
+        d.max_inputs > spec::max_inputs || d.num_params < 0 || d.num_params > max_params)
+        throw error(who + "arity out of range (inputs 0.." + std::to_string(spec::max_inputs) + ", outputs 1.." +
+                    std::to_string(max_outputs) + ", parameters 0.." + std::to_string(max_params) + ")");
+    if (d.commutative && !(d.min_inputs == 2 && d.max_inputs == 2))
+        throw error(who + "commutative operators take exactly two inputs");
+    slot = &d;
 }
 
 // Shape inference that reports arity problems too. Returns "" on success.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tsopt/core/hash.hpp"
 #include "tsopt/spec/axioms.hpp"
@@ -27,10 +28,14 @@ struct spec_hasher : hashing::fnv1a {
 };
 
 // The hash of the declarations and axioms, from FNV state `start`.
-inline std::uint64_t spec_digest(std::uint64_t start) {
+inline std::uint64_t spec_digest(std::uint64_t start, bool with_extensions = true) {
     spec_hasher f;
     f.value = start;
-    for (const spec::op_decl* d : spec::operators) {
+    // An engine's registered operators and axioms follow the built-in ones,
+    // so the built-in set alone hashes as it always did.
+    const std::vector<const spec::op_decl*> ops =
+        with_extensions ? spec::all_operators() : std::vector<const spec::op_decl*>(spec::operators.begin(), spec::operators.end());
+    for (const spec::op_decl* d : ops) {
         f.number(static_cast<int>(d->kind));
         f.text(d->name);
         f.text(d->math);
@@ -48,7 +53,9 @@ inline std::uint64_t spec_digest(std::uint64_t start) {
         }
         f.number(static_cast<int>(d->cls)); f.number(d->multilinear); f.number(d->commutative); f.number(d->generated);
     }
-    for (const spec::axiom& a : spec::all_axioms) {
+    std::vector<spec::axiom> axioms(spec::all_axioms.begin(), spec::all_axioms.end());
+    if (with_extensions) axioms.insert(axioms.end(), spec::extension_axioms().begin(), spec::extension_axioms().end());
+    for (const spec::axiom& a : axioms) {
         f.text(a.name);
         for (const spec::expr* e : {&a.eq.lhs, &a.eq.rhs}) {
             f.number(e->size);
@@ -68,6 +75,9 @@ inline std::uint64_t spec_digest(std::uint64_t start) {
 }  // namespace hash_detail
 
 inline std::string spec_hash() { return hashing::hex(hash_detail::spec_digest(hashing::fnv_offset_basis)); }
+// The built-in operators and axioms alone: what the shipped rules were proven
+// against, still valid in a program that registered operators of its own.
+inline std::string builtin_spec_hash() { return hashing::hex(hash_detail::spec_digest(hashing::fnv_offset_basis, false)); }
 
 // The same operator set's hash as tsopt-gen wrote it before the library had
 // one hash (core/hash.hpp): its FNV started from 1469598103934665603, a
