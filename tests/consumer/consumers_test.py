@@ -15,7 +15,12 @@ there as an outside project would, then run on models/demo.onnx:
   5. Own rules: a Meson project whose build runs the installed tsopt-gen over
      its operators (relu, matmul) into its own namespace, and a program
      using that set beside the shipped one (own_rules_example.cpp).
-  6. The GPU backend, where the build has it (tsopt-cuda.pc installed):
+  6. Own operators: a Meson project declaring its own operators and axioms
+     (own_operators/myengine_ops.hpp), building its generator from the
+     installed generator library (pkg-config tsopt-gen), generating and
+     proving its rules at its build, and optimizing with them
+     (own_operators/engine_example.cpp).
+  7. The GPU backend, where the build has it (tsopt-cuda.pc installed):
      cuda_consumer_example.cpp built with pkg-config tsopt-cuda and with
      CMake's tsopt::cuda, each run: on a CUDA device it must match the
      reference; without one it exits 77 and only the build and link count.
@@ -165,6 +170,30 @@ def own_rules():
     print("ok: own rules: tsopt-gen ran at the consumer's build, both sets in one program, the own set applied")
 
 
+def own_operators():
+    if not list(stage.rglob("tsopt-gen.pc")):
+        raise RuntimeError("own operators: meson install did not install tsopt-gen.pc (the generator as a library)")
+    d = WORK / "own-operators"
+    d.mkdir()
+    src = HERE / "own_operators"
+    for f in ("myengine_ops.hpp", "myengine_gen.cpp", "engine_example.cpp"):
+        shutil.copy(src / f, d / f)
+    (d / "meson.build").write_text(
+        "project('engine-operators', 'cpp', default_options : ['cpp_std=c++20', 'optimization=1'])\n"
+        "# The engine's generator: tsopt-gen's command line with its operators and axioms registered.\n"
+        "engine_gen = executable('engine-gen', 'myengine_gen.cpp', dependencies : dependency('tsopt-gen'))\n"
+        "own_rules = custom_target('myengine_rules', output : 'myengine_rules.hpp',\n"
+        "  command : [engine_gen, '--ops', 'neg,sub,ewadd,matmul', '--max-ops', '2', '--representative-params',\n"
+        "             '--distinct-operands', '--distinct-values', '--threads', '2', '--quiet',\n"
+        "             '--namespace', 'myengine::rules', '--header', '@OUTPUT@'])\n"
+        "executable('example', 'engine_example.cpp', own_rules, dependencies : dependency('tsopt'))\n")
+    step("own operators", ["meson", "setup", d / "build", d], env=env)
+    step("own operators", ["ninja", "-C", d / "build"], env=env)
+    print(step("own operators", [d / "build" / "example"], cwd=d))
+    print("ok: own operators: the engine's operators and axioms, its generator built from the installed library, "
+          "its rules proven at its build and applied")
+
+
 def gpu_backend():
     if not list(stage.rglob("tsopt-cuda.pc")):
         print("skipped: GPU backend consumers: this build has no CUDA backend (no tsopt-cuda.pc)")
@@ -201,8 +230,9 @@ consumer("meson", with_meson)
 consumer("cmake", with_cmake)
 consumer("subproject", as_subproject)
 consumer("own rules", own_rules)
+consumer("own operators", own_operators)
 consumer("GPU backend", gpu_backend)
 if failures:
     print("FAILED: " + ", ".join(failures))
     sys.exit(1)
-print("all consumers built and ran: pkg-config, Meson, CMake, subproject, own rules, GPU backend (where built)")
+print("all consumers built and ran: pkg-config, Meson, CMake, subproject, own rules, own operators, GPU backend (where built)")
