@@ -1,13 +1,15 @@
 #pragma once
 // Running a node on the host, shared by the backends that lower graphs to a
 // library (dnnl, cudnn): a configuration the library refuses, and any opaque
-// node, runs with the reference semantics or a registered implementation for
-// its opaque type, on row-major float buffers.
+// node or engine's operator without a native lowering, runs with the
+// reference semantics or the implementation registered for its type, on
+// row-major float buffers.
 #include <cstring>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -31,6 +33,25 @@ inline const opaque_fn& find_opaque(const opaque_map& opaque, const node& n, std
         throw error(n.describe() + ": the " + std::string(backend) + " backend has no implementation for opaque operator '" +
                     n.opaque->type + "' (register one in opaque_impls)");
     return it->second;
+}
+
+// The name a backend's registrations (opaque_impls, and oneDNN's native and
+// eltwise lowerings) know node n by: an opaque node's type, or the name of an
+// engine's own operator (spec::register_operator); nullopt for tsopt's.
+inline std::optional<std::string_view> registered_type(const node& n) {
+    if (n.kind == node_kind::opaque) return std::string_view(n.opaque->type);
+    if (n.kind == node_kind::op && spec::is_extension(n.op)) return spec::name(n.op);
+    return std::nullopt;
+}
+
+// The host implementation of node n: an opaque node's must be registered
+// (throws naming it); an engine's operator may have one, else (empty) its
+// reference semantics run.
+inline opaque_fn host_impl(const opaque_map& opaque, const node& n, std::string_view backend) {
+    if (n.kind == node_kind::opaque) return find_opaque(opaque, n, backend);
+    if (auto type = registered_type(n))
+        if (auto it = opaque.find(*type); it != opaque.end()) return it->second;
+    return {};
 }
 
 // Prints "tsopt <backend>: <node> <what>" on stderr, once per process,

@@ -121,6 +121,39 @@ TEST_CASE("the optimizer uses the engine's rules beside the shipped ones, and bo
     CHECK(relative_error(got[0], want[0]) <= 1e-4);
     auto got_original = d.execute(g, rewrite_test::inputs_for(g, by_name));
     CHECK(relative_error(got_original[0], want[0]) <= 1e-4);
+    CHECK(d.stats(g).fallbacks == 3);
+}
+
+TEST_CASE("the engine gives its operators native oneDNN lowerings and host kernels by name") {
+    namespace dd = backend::dnnl_impl;
+    std::mt19937_64 rng(5);
+    graph g;
+    const auto neg = myengine::neg_decl.kind, sub = myengine::sub_decl.kind;
+    auto x = g.input("x", {8, 16});
+    auto b = g.input("b", {8, 12});
+    auto m = g.matmul(x, g.weight("w", {16, 12}, rng));
+    g.mark_output(g.add1(sub, {}, {g.add1(neg, {}, {m}), b}));
+    backend::dnnl d({.persist = false});
+    // neg is one eltwise (-1 * x): a post-op of the product before it.
+    d.opaque_eltwise["neg"] = [](const dd::lowering&, std::size_t) {
+        return std::optional<dd::eltwise_form>(dd::eltwise_form{::dnnl::algorithm::eltwise_linear, -1.f, 0.f, "neg"});
+    };
+    // sub runs the engine's own host kernel.
+    int sub_calls = 0;
+    d.opaque_impls["sub"] = [&sub_calls](const node&, std::span<const tensor<float>* const> in) {
+        ++sub_calls;
+        tensor<float> r = *in[0];
+        for (std::size_t i = 0; i < r.data.size(); ++i) r.data[i] -= in[1]->data[i];
+        return std::vector<tensor<float>>{std::move(r)};
+    };
+    const auto st = d.stats(g);
+    CHECK(st.fallbacks == 1);  // sub, on its registered kernel (not the reference)
+    CHECK(st.fused_ops == 1);  // neg inside the matmul
+    std::map<std::string, tensor<float>> by_name{{"x", random_float({8, 16}, rng)}, {"b", random_float({8, 12}, rng)}};
+    auto want = backend::reference{}.execute(g, rewrite_test::inputs_for(g, by_name));
+    auto got = d.execute(g, rewrite_test::inputs_for(g, by_name));
+    CHECK(relative_error(got[0], want[0]) <= 1e-5);
+    CHECK(sub_calls >= 1);
 }
 
 TEST_CASE("a listing of the engine's rules loads at run time with its operators registered") {

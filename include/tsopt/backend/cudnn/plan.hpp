@@ -396,9 +396,8 @@ private:
 
 inline void lowering::host(std::size_t i, const std::string& why, bool warn) {
     const node& n = g.nodes[i];
-    opaque_fn impl;
-    if (n.kind == node_kind::opaque) impl = find_opaque(opaque, n, "cudnn");
-    else if (warn) warn_once("cudnn", n, "runs on the host (reference semantics): " + why);
+    opaque_fn impl = host_impl(opaque, n, "cudnn");
+    if (!impl && warn) warn_once("cudnn", n, "runs on the host (reference semantics): " + why);
     host_step s;
     for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k) s.ins.push_back(row_in(i, k));
     for (int o = 0; o < n.num_outputs(); ++o) s.outs.push_back(fresh(out_shape(i, o)));

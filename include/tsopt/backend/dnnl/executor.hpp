@@ -43,8 +43,9 @@ inline void lower_node(lowering& L, std::size_t i) {
     if (L.absorbed[i]) return;  // runs inside its producer's primitive
     const node& n = L.at(i);
     auto m = L.checkpoint();
-    if (n.kind == node_kind::opaque) {
-        auto it = L.native.find(n.opaque->type);
+    // Opaque operators and an engine's own ones: what their type registered.
+    if (const auto type = registered_type(n)) {
+        auto it = L.native.find(*type);
         bool done = false;
         try {
             if (auto f = L.eltwise_of(i)) {
@@ -65,7 +66,7 @@ inline void lower_node(lowering& L, std::size_t i) {
             }
         if (!done) {
             L.rollback(m, i);
-            L.fallback(i, "opaque operator");
+            L.fallback(i, n.kind == node_kind::opaque ? "opaque operator" : "an engine's operator with no native lowering");
         }
         return;
     }

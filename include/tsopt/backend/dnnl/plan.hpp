@@ -420,11 +420,13 @@ public:
     }
 
     const node& at(std::size_t i) const { return g.nodes[i]; }
-    // Opaque node i as one eltwise on its first input, if it is one.
+    // Opaque node (or engine's operator) i as one eltwise on its first
+    // input, if its type is registered as one.
     std::optional<eltwise_form> eltwise_of(std::size_t i) const {
         const node& n = at(i);
-        if (n.kind != node_kind::opaque || n.inputs.empty() || n.num_outputs() != 1) return std::nullopt;
-        auto it = elementwise.find(n.opaque->type);
+        const auto type = registered_type(n);
+        if (!type || n.inputs.empty() || n.num_outputs() != 1) return std::nullopt;
+        auto it = elementwise.find(*type);
         return it == elementwise.end() ? std::nullopt : it->second(*this, i);
     }
     tref in(std::size_t i, int slot) const {
@@ -636,9 +638,8 @@ public:
     // implementation) on row-major copies of its inputs.
     void fallback(std::size_t i, const std::string& why) {
         const node& n = g.nodes[i];
-        opaque_fn impl;
-        if (n.kind == node_kind::opaque) impl = find_opaque(opaque, n, "dnnl");
-        else warn_once("dnnl", n, "runs on the reference implementation: " + why);
+        opaque_fn impl = host_impl(opaque, n, "dnnl");
+        if (!impl) warn_once("dnnl", n, "runs on the reference implementation: " + why);
         std::vector<tref> ins, outs;
         std::vector<shape> in_shapes;
         for (int s = 0; s < static_cast<int>(n.inputs.size()); ++s) {

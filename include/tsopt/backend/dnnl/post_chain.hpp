@@ -125,7 +125,7 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.shapes[0] != out) break;
         std::pair<float, float> ab{0.f, 0.f};
         std::vector<std::size_t> covered;
-        if (n.kind == node_kind::opaque) {
+        if (registered_type(n)) {
             auto form = slot == 0 ? L.eltwise_of(nx) : std::nullopt;
             if (!form) break;
             c.ops.push_back({form->alg, tref{}});
