@@ -16,6 +16,10 @@
 #include <algorithm>
 #include <chrono>
 
+#ifdef TSOPT_OWN_OPS_ONNX
+#include <tsopt/onnx.hpp>
+#endif
+
 #include "../../rewrite/helpers.hpp"
 #include "myengine_ops.hpp"
 #include "myengine_rules.hpp"
@@ -165,3 +169,33 @@ TEST_CASE("a listing of the engine's rules loads at run time with its operators 
     CHECK(rules::load_listing(TSOPT_SHIPPED_LISTING).rules().size() == rules::generated_rule_count);
 #endif
 }
+
+#ifdef TSOPT_OWN_OPS_ONNX
+TEST_CASE("the engine's operators go through ONNX in their own domain") {
+    const auto neg = myengine::neg_decl.kind, sub = myengine::sub_decl.kind;
+    graph g;
+    auto x = g.input("x", {4, 6});
+    g.mark_output(g.add1(sub, {}, {g.add1(neg, {}, {x}), x}));
+    auto proto = tsopt::onnx::to_proto(g);
+    int engine_nodes = 0;
+    for (const auto& n : proto.graph().node())
+        engine_nodes += n.domain() == tsopt::onnx::engine_domain && (n.op_type() == "neg" || n.op_type() == "sub");
+    CHECK(engine_nodes == 2);
+    CHECK(std::any_of(proto.opset_import().begin(), proto.opset_import().end(),
+                      [](const auto& o) { return o.domain() == tsopt::onnx::engine_domain; }));
+    auto back = tsopt::onnx::import_model(tsopt::onnx::to_bytes(g));
+    CHECK(count_kind(back.graph, neg) == 1);
+    CHECK(count_kind(back.graph, sub) == 1);
+    rewrite_test::check_equivalent(g, back.graph);
+    // An attribute the declaration does not know is refused by name.
+    for (auto& n : *proto.mutable_graph()->mutable_node())
+        if (n.op_type() == "neg") {
+            auto* a = n.add_attribute();
+            a->set_name("alpha");
+            a->set_type(tsopt::onnx::pb::AttributeProto::INT);
+            a->set_i(2);
+        }
+    CHECK_THROWS_WITH_AS(tsopt::onnx::import_model(proto), doctest::Contains("attribute 'alpha' is not a parameter of operator 'neg'"),
+                         error);
+}
+#endif

@@ -79,7 +79,10 @@ public:
                 case node_kind::weight: initializer(v0, *n.data); break;
                 case node_kind::op:
                     if (folds(n, constant[i])) initializer(v0, fold(i));
-                    else {
+                    else if (spec::is_extension(n.op)) {
+                        emit_engine_op(i);
+                        domains.insert(std::string(engine_domain));
+                    } else {
                         const int first = gp_->node_size();
                         emit_op(i);
                         express_layout(i, first);
@@ -473,6 +476,17 @@ private:
         for (int k = 0; k < n.num_outputs(); ++k)
             if (std::find(g_.outputs.begin(), g_.outputs.end(), value{static_cast<std::int32_t>(i), k}) == g_.outputs.end())
                 value_info(gp_->add_value_info(), tensor_name({static_cast<std::int32_t>(i), k}), n.shapes[static_cast<std::size_t>(k)]);
+    }
+
+    // An engine's own operator, in engine_domain (proto.hpp).
+    void emit_engine_op(std::size_t i) {
+        const node& n = g_.nodes[i];
+        const spec::op_decl& d = spec::decl(n.op);
+        auto* nd = add_node(std::string(d.name), n.name);
+        nd->set_domain(std::string(engine_domain));
+        for (value v : n.inputs) nd->add_input(tensor_name(v));
+        for (int k = 0; k < n.num_outputs(); ++k) nd->add_output(tensor_name({static_cast<std::int32_t>(i), k}));
+        for (int k = 0; k < d.num_params; ++k) int1(nd, std::string(d.params[static_cast<std::size_t>(k)].name).c_str(), n.params[k]);
     }
 
     void emit_opaque(std::size_t i) {

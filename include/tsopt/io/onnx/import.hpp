@@ -303,8 +303,9 @@ private:
             if (standard && fold_constant(n, who)) return;
             std::vector<value> outs;
             if (standard) outs = map_standard(n, who);
+            const bool engine = n.domain() == engine_domain && outs.empty() && !(outs = map_engine_op(n, label, who)).empty();
             if (outs.empty()) outs = make_opaque(n, who);
-            if (n.op_type() == "Split" && standard && outs.size() == static_cast<std::size_t>(n.output_size())) {
+            if (engine || (n.op_type() == "Split" && standard && outs.size() == static_cast<std::size_t>(n.output_size()))) {
                 for (int k = 0; k < n.output_size(); ++k) finish(n.output(k), outs[static_cast<std::size_t>(k)], who);
             } else if (!outs.empty() && g_.at(outs[0]).kind == node_kind::opaque) {
                 // Opaque outputs follow the non-empty output slots.
@@ -1434,6 +1435,31 @@ private:
     }
 
     // ---- opaque operators ---------------------------------------------------
+    // A node of engine_domain (proto.hpp) naming an operator this program
+    // registered becomes that operator, its parameters read from the
+    // attributes named as the declaration names them (absent: the
+    // declaration's fallback); any other node there stays opaque.
+    std::vector<value> map_engine_op(const pb::NodeProto& n, const std::string& label, const std::string& who) {
+        const auto k = spec::find_op(n.op_type());
+        if (!k || !spec::is_extension(*k)) return {};
+        const spec::op_decl& d = spec::decl(*k);
+        if (n.output_size() != d.num_outputs)
+            throw error(who + ": operator '" + std::string(d.name) + "' has " + std::to_string(d.num_outputs) + " outputs, the node lists " +
+                        std::to_string(n.output_size()));
+        attributes a(n, who);
+        for (const auto& at : n.attribute())
+            if (d.param_index(at.name()) < 0)
+                throw error(who + ": attribute '" + at.name() + "' is not a parameter of operator '" + std::string(d.name) + "'");
+        spec::op_params p{};
+        for (int i = 0; i < d.num_params; ++i) {
+            const auto& slot = d.params[static_cast<std::size_t>(i)];
+            p[i] = int32(a.get_int(slot.name, slot.fallback), who, "parameter");
+        }
+        std::vector<value> ins;
+        for (int i = 0; i < n.input_size(); ++i) ins.push_back(in(n, i, who));
+        return g_.add(*k, p, std::move(ins), label);
+    }
+
     std::vector<value> make_opaque(const pb::NodeProto& n, const std::string& who) {
         auto op = std::make_shared<opaque_op>();
         op->type = n.op_type();

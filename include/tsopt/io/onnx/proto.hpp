@@ -36,6 +36,13 @@ namespace pb = ::onnx;
 inline constexpr std::int64_t min_opset = 11;
 inline constexpr std::int64_t max_opset = 17;
 
+// The ONNX domain of an engine's own operators (spec::register_operator):
+// a node there named after the operator, its parameters as int attributes
+// under their declared names. Export writes them so; import reads them back
+// into the operator where the program registered it, and keeps them opaque
+// where it did not.
+inline constexpr std::string_view engine_domain = "ai.tsopt.engine";
+
 namespace detail {
 
 // Largest extent / element count the importer accepts for any tensor; keeps
