@@ -2,6 +2,8 @@
 // and --version, and the mapping of failures to exit codes and messages on
 // stderr. main.cpp runs it as the program; the Python package runs the same
 // function in-process (python/tsopt_module.cpp), so both behave alike.
+#include <dlfcn.h>
+
 #include <iostream>
 #include <new>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "tsopt/plugin.hpp"
 #include "tsopt/version.hpp"
 
 namespace tsopt::cli {
@@ -26,8 +29,42 @@ constexpr std::string_view main_help =
     "  rules                          list the rules built into this binary\n"
     "  replay IN.onnx --report R.json -o OUT.onnx   rebuild an optimized model from its report's rewrites\n"
     "\n"
-    "`tsopt <command> --help` describes a command's options.\n"
+    "`tsopt <command> --help` describes a command's options. Every command also takes\n"
+    "  --plugin FILE                  load an engine's own operators and axioms from a shared\n"
+    "                                 library (include/tsopt/plugin.hpp); repeatable\n"
     "\n";
+
+// An engine's operators (include/tsopt/plugin.hpp), registered before the
+// command reads a model or a rule listing that names them.
+void load_plugin(const std::string& path) {
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw input_error("--plugin: cannot load '" + path + "': " + dlerror());
+    auto entry = reinterpret_cast<tsopt_plugin_register_fn>(dlsym(lib, "tsopt_plugin_register"));
+    if (!entry) throw input_error("--plugin: '" + path + "' defines no tsopt_plugin_register (TSOPT_PLUGIN, include/tsopt/plugin.hpp)");
+    if (const char* why = entry(&this_program_host())) throw input_error("--plugin: '" + path + "': " + why);
+}
+
+// Takes every `--plugin FILE` (or --plugin=FILE) after the command out of
+// argv, loading each: the commands never see the option.
+void load_plugins(int& argc, char** argv) {
+    int kept = 2;
+    for (int i = 2; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") {
+            while (i < argc) argv[kept++] = argv[i++];
+            break;
+        }
+        if (a == "--plugin") {
+            if (i + 1 >= argc) throw usage_error("--plugin needs a value (a shared library)");
+            load_plugin(argv[++i]);
+        } else if (a.starts_with("--plugin=")) {
+            load_plugin(std::string(a.substr(9)));
+        } else {
+            argv[kept++] = argv[i];
+        }
+    }
+    argc = kept;
+}
 
 }  // namespace
 
@@ -71,6 +108,7 @@ int run_command_line(int argc, char** argv) {
         }
     }
     try {
+        load_plugins(argc, argv);
         return e->run(argc, argv, 2);
     } catch (const failure& f) {
         std::cerr << "tsopt " << cmd << ": error: " << f.what() << "\n";

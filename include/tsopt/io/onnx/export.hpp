@@ -487,6 +487,9 @@ private:
         for (value v : n.inputs) nd->add_input(tensor_name(v));
         for (int k = 0; k < n.num_outputs(); ++k) nd->add_output(tensor_name({static_cast<std::int32_t>(i), k}));
         for (int k = 0; k < d.num_params; ++k) int1(nd, std::string(d.params[static_cast<std::size_t>(k)].name).c_str(), n.params[k]);
+        // Its shapes, for a reader that does not know the operator (opaque
+        // to it, and ONNX shape inference has no schema for it).
+        add_value_info(i);
     }
 
     void emit_opaque(std::size_t i) {
