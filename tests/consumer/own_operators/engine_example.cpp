@@ -21,13 +21,9 @@ int main() {
     myengine::register_spec();
     std::vector<tsopt::rewrite::rule> rules(tsopt::rules::default_rules().begin(), tsopt::rules::default_rules().end());
     rules.insert(rules.end(), myengine::rules::generated().begin(), myengine::rules::generated().end());
-    std::mt19937_64 rng(3);
-    tsopt::graph g;
+    const tsopt::graph g = myengine::negated_product();
     const auto neg = myengine::neg_decl.kind;
-    auto x = g.input("x", {16, 32});
-    auto b = g.input("b", {16, 24});
-    auto m = g.matmul(g.add1(neg, {}, {x}), g.weight("w", {32, 24}, rng));
-    g.mark_output(g.ewadd(g.add1(neg, {}, {m}), g.add1(neg, {}, {b})));
+    std::mt19937_64 rng(4);
     auto r = tsopt::optimize(g, rules, tsopt::cost::analytical{}, {.budget = 10s});
     int negs = 0;
     for (const auto& n : r.optimized.nodes) negs += n.is_op(neg);

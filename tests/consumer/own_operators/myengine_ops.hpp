@@ -6,7 +6,10 @@
 // which enumerates graphs over them, proves the rules from these axioms
 // with Z3 and writes myengine_rules.hpp; own_operators_test.cpp registers
 // them again and optimizes with those rules.
+#include <tsopt/core/graph.hpp>
 #include <tsopt/spec/axioms.hpp>
+
+#include <random>
 
 namespace myengine {
 namespace ops {
@@ -63,6 +66,20 @@ inline constexpr auto axioms = [] {
         make_axiom("neg-transpose", neg(transpose(p0, x)) == transpose(p0, neg(x))),
     };
 }();
+
+// -(-x @ w) + -b with x [16,32], w [32,24] random, b [16,24]: five
+// operators, two (x @ w - b: matmul, sub) under the engine's rules. The
+// graph the tests and the examples optimize.
+inline tsopt::graph negated_product(std::uint64_t seed = 3) {
+    std::mt19937_64 rng(seed);
+    tsopt::graph g;
+    auto neg = [&](tsopt::value v) { return g.add1(neg_decl.kind, {}, {v}); };
+    auto x = g.input("x", {16, 32});
+    auto b = g.input("b", {16, 24});
+    auto m = g.matmul(neg(x), g.weight("w", {32, 24}, rng));
+    g.mark_output(g.ewadd(neg(m), neg(b)));
+    return g;
+}
 
 // Once per program, before graphs, rules or the generator name them.
 inline void register_spec() {
