@@ -1,11 +1,15 @@
-// NASNet-Mobile's depthwise convolutions (11 to 176 channels, 3x3 to 7x7,
-// stride 1 and 2) on oneDNN in the two layouts its kernels take:
-// channels-last (brdgmm_dw, what `format_tag::any` picks and what the 1x1
-// brgconv before it leaves) and nChw16c (jit_dw), plus the reorder of the
-// input into nChw16c that running one alone in that layout costs; and the
-// 1x1 convolutions after them in both layouts (brgconv_1x1 vs jit_1x1).
-// What tells whether a blocked island around the separable convolutions
-// would pay (docs/benchmarks.md, "Depthwise convolutions: layouts").
+// Depthwise convolutions of NASNet-Mobile (11 to 176 channels, 3x3 to 7x7,
+// stride 1 and 2), NASNet-A and MobileNetV2 (up to 1008 channels) on
+// oneDNN: channels-last in the kernel `format_tag::any` picks (brdgmm_dw on
+// AVX-512, what the 1x1 brgconv before it leaves) and in the next
+// implementation oneDNN lists for the same layouts (jit_dw), and nChw16c
+// (jit_dw), plus the reorder of the input into nChw16c that running one
+// alone in that layout costs; and the 1x1 convolutions after them in both
+// layouts (brgconv_1x1 vs jit_1x1). What tells which kernel a channels-last
+// depthwise convolution should run in (backend/dnnl/conv2d.hpp,
+// jit_depthwise_below_channels) and whether a blocked island around the
+// separable convolutions would pay (docs/benchmarks.md, "Depthwise
+// convolutions: kernels" and "... layouts").
 //
 //   OMP_NUM_THREADS=1 build/bench/dnnl_depthwise_layouts
 //
@@ -37,12 +41,22 @@ struct timed_primitive {
     double best = 1e30;
 };
 
-timed_primitive conv(const engine& eng, memory::dims src, memory::dims w, memory::dims dst, tag t, int stride, int pad) {
+timed_primitive conv_with(const engine& eng, const convolution_forward::primitive_desc& pd);
+
+convolution_forward::primitive_desc conv_pd(const engine& eng, memory::dims src, memory::dims w, memory::dims dst, tag t, int stride,
+                                            int pad) {
     const memory::dims b{dst[1]};
-    auto pd = convolution_forward::primitive_desc(eng, prop_kind::forward_inference, algorithm::convolution_direct,
-                                                  memory::desc(src, f32, t), memory::desc(w, f32, tag::any),
-                                                  memory::desc(b, f32, tag::x), memory::desc(dst, f32, t), {stride, stride},
-                                                  {pad, pad}, {pad, pad});
+    return convolution_forward::primitive_desc(eng, prop_kind::forward_inference, algorithm::convolution_direct,
+                                               memory::desc(src, f32, t), memory::desc(w, f32, tag::any),
+                                               memory::desc(b, f32, tag::x), memory::desc(dst, f32, t), {stride, stride},
+                                               {pad, pad}, {pad, pad});
+}
+
+timed_primitive conv(const engine& eng, memory::dims src, memory::dims w, memory::dims dst, tag t, int stride, int pad) {
+    return conv_with(eng, conv_pd(eng, src, w, dst, t, stride, pad));
+}
+
+timed_primitive conv_with(const engine& eng, const convolution_forward::primitive_desc& pd) {
     timed_primitive r{convolution_forward(pd), {}, pd.impl_info_str()};
     r.args = {{DNNL_ARG_SRC, memory(pd.src_desc(), eng)}, {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), eng)},
               {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
@@ -72,16 +86,28 @@ int main() {
     engine eng(engine::kind::cpu, 0);
     stream s(eng);
     struct depthwise { int c, hw, k, stride; };
-    std::printf("depthwise: channels, input size, kernel, stride | channels-last ms [kernel] | nChw16c ms [kernel] | gain | reorder in ms\n");
+    std::printf("depthwise: channels, input size, kernel, stride | channels-last ms [first kernel] | channels-last ms [next"
+                " jit_dw] | its gain | nChw16c ms [kernel] | gain over the first | reorder in ms\n");
     for (auto l : std::vector<depthwise>{{11, 111, 7, 2}, {11, 56, 7, 1}, {22, 56, 7, 2}, {44, 28, 5, 1}, {44, 28, 3, 1},
-                                         {88, 28, 7, 2}, {88, 14, 5, 1}, {176, 14, 7, 2}, {176, 7, 3, 1}}) {
+                                         {88, 28, 7, 2}, {88, 14, 5, 1}, {176, 14, 7, 2}, {176, 7, 3, 1},
+                                         // MobileNetV2, NASNet-A (ResNet-sized stages)
+                                         {32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {192, 28, 3, 1}, {384, 14, 3, 1},
+                                         {576, 14, 3, 1}, {576, 14, 3, 2}, {960, 7, 3, 1}, {168, 42, 5, 1}, {336, 21, 3, 1},
+                                         {672, 11, 5, 1}, {1008, 11, 7, 2}}) {
         const int pad = l.k / 2, out = (l.hw + 2 * pad - l.k) / l.stride + 1;
         const memory::dims src{1, l.c, l.hw, l.hw}, w{l.c, 1, 1, l.k, l.k}, dst{1, l.c, out, out};
-        auto last = conv(eng, src, w, dst, tag::nhwc, l.stride, pad), blocked = conv(eng, src, w, dst, tag::nChw16c, l.stride, pad);
+        auto first = conv_pd(eng, src, w, dst, tag::nhwc, l.stride, pad);
+        auto next = conv_pd(eng, src, w, dst, tag::nhwc, l.stride, pad);  // a copy would share (and advance) first's implementation
+        while (next.next_impl() && !std::string(next.impl_info_str()).starts_with("jit_dw")) {
+        }
+        const bool has_next = std::string(next.impl_info_str()).starts_with("jit_dw");
+        auto last = conv_with(eng, first), last_jit = conv_with(eng, has_next ? next : first);
+        auto blocked = conv(eng, src, w, dst, tag::nChw16c, l.stride, pad);
         auto in = to_blocked(eng, src);
-        time_all(s, {&last, &blocked, &in});
-        std::printf("  c%-4d %3dx%-3d k%d s%d | %.4f [%s] | %.4f [%s] | %.2fx | %.4f\n", l.c, l.hw, l.hw, l.k, l.stride, last.best,
-                    last.impl.c_str(), blocked.best, blocked.impl.c_str(), last.best / blocked.best, in.best);
+        time_all(s, {&last, &last_jit, &blocked, &in});
+        std::printf("  c%-4d %3dx%-3d k%d s%d | %.4f [%s] | %.4f [%s] | %.2fx | %.4f [%s] | %.2fx | %.4f\n", l.c, l.hw, l.hw, l.k,
+                    l.stride, last.best, last.impl.c_str(), last_jit.best, has_next ? last_jit.impl.c_str() : "none",
+                    last.best / last_jit.best, blocked.best, blocked.impl.c_str(), last.best / blocked.best, in.best);
     }
     struct pointwise { int ci, co, hw; };
     std::printf("1x1: in, out channels, size | channels-last ms [kernel] | nChw16c ms [kernel] | gain\n");

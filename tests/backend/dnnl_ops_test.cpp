@@ -75,6 +75,44 @@ TEST_CASE("dnnl pooling: avg counts padding, max, stride, valid, fused activatio
         }
 }
 
+TEST_CASE("dnnl pooling of a 1x1 window over a row-major source is one strided copy (NASNet's reductions)") {
+    // NASNet's factorized reduction: pad (0,1,0,1), crop the first row and
+    // column (splits whose first parts nobody reads), avgpool(1, stride 2),
+    // 1x1 conv; beside it the same pool straight on a convolution's output
+    // (oneDNN's pooling in the layout the convolution left, where that is
+    // not row-major), and a max pool of a 1x1 window with stride 3.
+    std::mt19937_64 rng(41);
+    graph g;
+    auto x = g.input("x", {1, 8, 11, 11});
+    auto padded = g.pad(g.relu(x), 0, 1, 0, 1);
+    auto [row, below] = g.split(2, 1, padded);
+    auto [col, inner] = g.split(3, 1, below);
+    auto path2 = g.conv2d(g.avgpool(inner, {.kernel = 1, .stride = 2, .pad = valid}), g.weight("w2", {8, 8, 1, 1}, rng));
+    auto c = g.conv2d(x, g.weight("w1", {32, 8, 1, 1}, rng));
+    auto path1 = g.avgpool(c, {.kernel = 1, .stride = 2, .pad = valid});
+    g.mark_output(path2);
+    g.mark_output(path1);
+    g.mark_output(g.maxpool(x, {.kernel = 1, .stride = 3, .pad = same}));
+    backend::dnnl b({.persist = false});
+    check_against_reference(g, 1e-5, 1, &b);
+    check_no_fallback(g);
+    const auto plan = b.compile(g);
+    std::size_t subsamples = 0, pools = 0, split_steps = 0;
+    for (const auto& st : plan->steps) {
+        subsamples += st.what == "subsample (1x1 window)";
+        pools += st.what.find("pooling") != std::string::npos;
+        split_steps += st.what.starts_with("split");
+    }
+    const auto conv = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.node == c.node && !st.conversion; });
+    REQUIRE(conv != plan->steps.end());
+    const auto conv_dst = std::find_if(conv->args.begin(), conv->args.end(), [](const auto& a) { return a.first == DNNL_ARG_DST; });
+    REQUIRE(conv_dst != conv->args.end());
+    const bool conv_row_major = backend::dnnl_impl::is_plain(conv_dst->second.md);
+    CHECK(subsamples == (conv_row_major ? 3 : 2));
+    CHECK(pools == (conv_row_major ? 0 : 1));
+    CHECK(split_steps == 2);  // the two crops' kept parts; the dropped row and column are never copied
+}
+
 TEST_CASE("dnnl pooling runs the adds after it as post-ops (NASNet's cells)") {
     // add3 = avg(prev) + avg(prev), add2 = avg(cur) + prev: the second pool
     // of each sum takes the add (its other operand is computed by then).

@@ -56,6 +56,23 @@ batch1_matmul make_batch1_matmul(std::mt19937_64& rng) {
     return {std::move(g), static_cast<std::size_t>(y.node)};
 }
 
+namespace dn = backend::dnnl_impl::dn;
+
+// The step that runs `node` itself (not a conversion of its operands).
+const backend::dnnl_impl::step& own_step(const backend::dnnl_impl::plan& p, std::int32_t node) {
+    const auto s = std::find_if(p.steps.begin(), p.steps.end(), [&](const auto& st) { return st.node == node && !st.conversion; });
+    REQUIRE(s != p.steps.end());
+    return *s;
+}
+backend::dnnl_impl::tref step_arg(const backend::dnnl_impl::step& s, int which) {
+    const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const auto& a) { return a.first == which; });
+    REQUIRE(it != s.args.end());
+    return it->second;
+}
+dn::memory::desc nhwc_md(const backend::dnnl_impl::dims& d) {
+    return dn::memory::desc(d, backend::dnnl_impl::f32, dn::memory::format_tag::nhwc);
+}
+
 }  // namespace
 
 TEST_CASE("dnnl whole graphs equal the reference") {
@@ -163,33 +180,53 @@ TEST_CASE("dnnl: a grouped convolution reading a channels-last input computes ch
     g.mark_output(y);
     check_against_reference(g, 1e-4, 1, &b);
     const auto p = b.compile(g);  // held: the steps belong to it
-    auto own = [&](std::int32_t node) {
-        const auto s = std::find_if(p->steps.begin(), p->steps.end(), [&](const auto& st) { return st.node == node && !st.conversion; });
-        REQUIRE(s != p->steps.end());
-        return *s;
-    };
-    auto arg = [](const backend::dnnl_impl::step& s, int which) {
-        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const auto& a) { return a.first == which; });
-        REQUIRE(it != s.args.end());
-        return it->second;
-    };
-    const auto nhwc = [](const backend::dnnl_impl::dims& d) { return backend::dnnl_impl::dn::memory::desc(d, backend::dnnl_impl::f32, backend::dnnl_impl::dn::memory::format_tag::nhwc); };
-    if (arg(own(a.node), DNNL_ARG_DST).md != nhwc({1, 128, 28, 28})) {
-        MESSAGE("the 1x1 convolution is not channels-last on this CPU (" << own(a.node).impl << "): nothing to keep");
+    if (step_arg(own_step(*p, a.node), DNNL_ARG_DST).md != nhwc_md({1, 128, 28, 28})) {
+        MESSAGE("the 1x1 convolution is not channels-last on this CPU (" << own_step(*p, a.node).impl << "): nothing to keep");
         return;
     }
-    const auto grouped = own(gc.node);
-    CHECK(arg(grouped, DNNL_ARG_SRC).md == nhwc({1, 128, 28, 28}));
-    CHECK(arg(grouped, DNNL_ARG_DST).md == nhwc({1, 128, 28, 28}));
+    const auto& grouped = own_step(*p, gc.node);
+    CHECK(step_arg(grouped, DNNL_ARG_SRC).md == nhwc_md({1, 128, 28, 28}));
+    CHECK(step_arg(grouped, DNNL_ARG_DST).md == nhwc_md({1, 128, 28, 28}));
     // Neither the grouped conv's input nor its output is converted (the
     // graph's own input and output are, to and from NCHW).
-    const int a_buf = arg(own(a.node), DNNL_ARG_DST).buf, gc_buf = arg(grouped, DNNL_ARG_DST).buf;
+    const int a_buf = step_arg(own_step(*p, a.node), DNNL_ARG_DST).buf, gc_buf = step_arg(grouped, DNNL_ARG_DST).buf;
     for (const auto& s : p->steps)
         if (s.conversion)
             for (const auto& [which, r] : s.args)
                 if (which == DNNL_ARG_SRC) CHECK((r.buf != a_buf && r.buf != gc_buf));
-    CHECK(arg(own(y.node), DNNL_ARG_SRC).md == nhwc({1, 128, 28, 28}));
+    CHECK(step_arg(own_step(*p, y.node), DNNL_ARG_SRC).md == nhwc_md({1, 128, 28, 28}));
     CHECK(grouped.impl.find("ref") == std::string::npos);
+}
+
+TEST_CASE("dnnl: a channels-last depthwise convolution below 512 channels runs in jit_dw, its bias and relu fused") {
+    // MobileNetV2's block: 1x1 conv (channels-last) -> 3x3 depthwise + bias
+    // + relu -> 1x1 conv. oneDNN 3.2 lists brdgmm_dw first; its jit_dw
+    // runs these layers in 0.54-0.96x the time (conv2d.hpp,
+    // jit_depthwise_below_channels). From 512 channels the first choice stays.
+    for (const std::int64_t c : {96, 576}) {
+        INFO(c, " channels");
+        std::mt19937_64 rng(37);
+        backend::dnnl b({.persist = false});
+        graph g;
+        auto x = g.input("x", {1, 32, 14, 14});
+        auto a = g.conv2d(x, g.weight("wa", {c, 32, 1, 1}, rng), {.act = relu});
+        auto dw = g.conv2d(a, g.weight("wd", {c, 1, 3, 3}, rng), {.pad = same});
+        auto y = g.conv2d(g.relu(g.ewadd(dw, g.weight("bias", {c, 1, 1}, rng))), g.weight("wy", {32, c, 1, 1}, rng));
+        g.mark_output(y);
+        check_against_reference(g, 1e-4, 1, &b);
+        const auto p = b.compile(g);
+        if (step_arg(own_step(*p, a.node), DNNL_ARG_DST).md != nhwc_md({1, c, 14, 14})) {
+            MESSAGE("the 1x1 convolution is not channels-last on this CPU (" << own_step(*p, a.node).impl << "): nothing to check");
+            return;
+        }
+        const auto& depthwise = own_step(*p, dw.node);
+        INFO(depthwise.impl, ": ", depthwise.what);
+        CHECK(step_arg(depthwise, DNNL_ARG_SRC).md == nhwc_md({1, c, 14, 14}));
+        CHECK(step_arg(depthwise, DNNL_ARG_DST).md == nhwc_md({1, c, 14, 14}));
+        CHECK(depthwise.what == "grouped convolution + bias + 2 fused");
+        CHECK(depthwise.impl.find("ref") == std::string::npos);
+        if (c < backend::dnnl_impl::jit_depthwise_below_channels) CHECK_FALSE(depthwise.impl.starts_with("brdgmm_dw"));
+    }
 }
 
 TEST_CASE("dnnl plans are compiled once per graph and reused") {

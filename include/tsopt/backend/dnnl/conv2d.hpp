@@ -42,6 +42,34 @@ std::string keep_channels_last(lowering& L, std::size_t i, dn::memory::desc& src
     return impl;
 }
 
+// A depthwise convolution channels-last runs in oneDNN 3.2's direct JIT
+// kernel (jit_dw) instead of the brgemm one listed before it (brdgmm_dw),
+// with the same source and destination layouts, where that is faster: below
+// 512 channels on AVX-512 jit_dw ran NASNet's and MobileNetV2's layers
+// 1.05-1.85x as fast at 1 and 2 threads (one, 96 channels at 112x112, only
+// in the model's plan, not alone); from 576 channels 0.88-1.28x either way
+// (docs/benchmarks.md, "Depthwise convolutions: kernels").
+inline constexpr std::int64_t jit_depthwise_below_channels = 512;
+
+// `pd` as `make(src, dst)` built it, or the same convolution with jit_dw
+// where the rule above picks it. `make` builds a descriptor from concrete
+// source and destination descriptors (weights and attributes its own).
+template <class Make>
+auto prefer_jit_depthwise(dn::convolution_forward::primitive_desc pd, bool depthwise, std::int64_t channels, Make&& make) {
+    if (!depthwise || channels >= jit_depthwise_below_channels || !std::string_view(pd.impl_info_str()).starts_with("brdgmm_dw"))
+        return pd;
+    try {
+        auto alt = make(pd.src_desc(), pd.dst_desc());
+        while (alt.next_impl())
+            if (std::string_view(alt.impl_info_str()).starts_with("jit_dw")) {
+                if (alt.src_desc() == pd.src_desc() && alt.dst_desc() == pd.dst_desc()) return alt;
+                break;
+            }
+    } catch (const dn::error&) {
+    }
+    return pd;
+}
+
 inline void lower_conv2d(lowering& L, std::size_t i) {
     using namespace spec::conv2d_p;
     const node& n = L.at(i);
@@ -54,14 +82,17 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     if (small_groups::lower(L, i) || winograd::lower(L, i)) return;
     dims odims = L.out_dims(i);
     dn::memory::desc src_md = any_md(L.in_dims(i, 0));
+    const bool depthwise = groups > 1 && ws[1] == 1 && ws[0] == groups;
     auto conv_pd = [&](const dn::memory::desc& dst_md, const dn::primitive_attr& a, bool with_bias) {
         const dims strides{n.params[stride_h], n.params[stride_w]}, dilates{n.params[dil_h] - 1, n.params[dil_w] - 1}, pads{ph, pw};
-        if (with_bias)
+        auto make = [&](const dn::memory::desc& s, const dn::memory::desc& d) {
+            if (with_bias)
+                return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
+                                                               s, any_md(wdims), plain_md({odims[1]}), d, strides, dilates, pads, pads, a);
             return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                           src_md, any_md(wdims), plain_md({odims[1]}), dst_md,
-                                                           strides, dilates, pads, pads, a);
-        return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                       src_md, any_md(wdims), dst_md, strides, dilates, pads, pads, a);
+                                                           s, any_md(wdims), d, strides, dilates, pads, pads, a);
+        };
+        return prefer_jit_depthwise(make(src_md, dst_md), depthwise, groups, make);
     };
     auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
     dn::primitive_attr at = L.attr(n.params[act]);

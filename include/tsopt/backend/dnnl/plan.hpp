@@ -91,8 +91,10 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // a pooling without an activation; 18: not after a row-major pooling, and
 // no full-size post-op operand in another layout than the output's; 19:
 // x + x and x * x as eltwise post-ops; 20: the chain goes on past an
-// operator that asks for another layout).
-inline constexpr int lowering_revision = 20;
+// operator that asks for another layout; 21: channels-last depthwise
+// convolutions below 512 channels in jit_dw instead of brdgmm_dw, a 1x1
+// pooling window as a strided copy, an unread split part not copied).
+inline constexpr int lowering_revision = 21;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -416,6 +418,14 @@ public:
     bool is_graph_output(std::size_t n) const {
         for (value v : g.outputs)
             if (static_cast<std::size_t>(v.node) == n) return true;
+        return false;
+    }
+    // Whether output o of node n is read: by another node or as a graph output.
+    bool output_read(std::size_t n, std::int32_t o) const {
+        for (value v : g.outputs)
+            if (static_cast<std::size_t>(v.node) == n && v.output == o) return true;
+        for (const auto& [reader, slot] : consumers[n])
+            if (g.nodes[static_cast<std::size_t>(reader)].inputs[static_cast<std::size_t>(slot)].output == o) return true;
         return false;
     }
 

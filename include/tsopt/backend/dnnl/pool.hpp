@@ -4,7 +4,9 @@
 // with same (symmetric (k-1)/2) or valid padding. The activation is a fused
 // eltwise post-op where the pooling implementation takes one, a separate
 // eltwise step otherwise; a pooling without one runs the elementwise chain
-// after it as post-ops, unless its source is row-major NCHW.
+// after it as post-ops, unless its source is row-major NCHW. A 1x1 window
+// over a row-major source is a strided copy (lower_subsample).
+#include "tsopt/backend/dnnl/channel_blocks.hpp"
 #include "tsopt/backend/dnnl/eltwise.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -58,7 +60,43 @@ inline dims own_padding(const node& n) {
     return {spec::detail::window_pad(n.params[kh], 1, pm), spec::detail::window_pad(n.params[kw], 1, pm)};
 }
 
+// A pooling of a 1x1 window without padding or activation on a row-major
+// source keeps every sh-th row and sw-th column of each plane: a strided
+// copy. oneDNN 3.2's pooling transposes such a source to channels-last and
+// back (NASNet's factorized reductions, avgpool(1, stride 2) of the padded
+// and cropped input: 32x111x111 took 0.14 ms, the copy 0.04; docs/
+// benchmarks.md, "Subsampling pools"). Channels-last and blocked sources
+// stay with oneDNN's pooling, which reads them directly (0.008 ms on
+// 264x28x28 against the copy's 0.019). A copy, not a reorder through a
+// strided view: oneDNN refuses a descriptor whose row stride times the rows
+// kept exceeds the plane (odd sizes: 111 rows, 56 kept). False, lowering
+// nothing, where that does not apply.
+inline bool lower_subsample(lowering& L, std::size_t i) {
+    using namespace spec::pool_p;
+    const node& n = L.at(i);
+    if (n.params[kh] != 1 || n.params[kw] != 1 || n.params[act] || n.out_layout == spec::layout::nhwc) return false;
+    const tref x = L.in(i, 0);
+    const dims xd = L.in_dims(i, 0), od = L.out_dims(i);
+    const std::int64_t sh = n.params[stride_h], sw = n.params[stride_w];
+    if (xd.size() != 4 || od[0] != xd[0] || od[1] != xd[1] || (od[2] - 1) * sh >= xd[2] || (od[3] - 1) * sw >= xd[3] || !is_plain(x.md))
+        return false;
+    const tref y = L.fresh(plain_md(od));
+    const std::int64_t H = xd[2], W = xd[3], OH = od[2], OW = od[3];
+    auto copy = [=](std::span<float* const> in, std::span<float* const> out) {
+        parallel_tasks(od[0] * od[1], [&](std::int64_t plane) {
+            const float* src = in[0] + plane * H * W;
+            float* dst = out[0] + plane * OH * OW;
+            for (std::int64_t oh = 0; oh < OH; ++oh)
+                for (std::int64_t ow = 0; ow < OW; ++ow) dst[oh * OW + ow] = src[oh * sh * W + ow * sw];
+        });
+    };
+    L.custom(i, std::move(copy), {x}, {y}, "subsample (1x1 window)");
+    L.set(i, 0, y);
+    return true;
+}
+
 inline void lower_pool(lowering& L, std::size_t i) {
+    if (lower_subsample(L, i)) return;
     const dims p = own_padding(L.at(i));
     pool_step(L, i, L.in(i, 0), p, p);
 }

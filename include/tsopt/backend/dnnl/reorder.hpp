@@ -1,7 +1,8 @@
 #pragma once
 // Data movement on oneDNN, all as reorders or views:
 //   split      a view of the input where the parts are contiguous (batch-1
-//              channels, rows), else a reorder of a sub-memory into each output
+//              channels, rows), else a reorder of a sub-memory into each
+//              output that is read (a crop's dropped part is not)
 //   transpose  reorder from the input read with permuted strides
 //   enlarge    zero fill, then reorder of the kernel into the centred window
 //   pad        zero fill, then reorder of the input into the interior
@@ -50,6 +51,8 @@ inline void lower_split(lowering& L, std::size_t i) {
             tref part = x.as(plain_md(od));
             part.offset += static_cast<std::size_t>(off * inner) * sizeof(float);
             L.set(i, o, part);
+        } else if (!L.output_read(i, o)) {
+            L.set(i, o, L.fresh(plain_md(od)));  // a crop's dropped part: never written, never read
         } else {
             dims offs(od.size(), 0);
             offs[static_cast<std::size_t>(ax)] = off;
