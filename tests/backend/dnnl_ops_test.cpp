@@ -75,12 +75,13 @@ TEST_CASE("dnnl pooling: avg counts padding, max, stride, valid, fused activatio
         }
 }
 
-TEST_CASE("dnnl pooling of a 1x1 window over a row-major source is one strided copy (NASNet's reductions)") {
+TEST_CASE("dnnl pooling of a 1x1 window over a row-major source is one strided copy, the pad and crops before it folded in") {
     // NASNet's factorized reduction: pad (0,1,0,1), crop the first row and
     // column (splits whose first parts nobody reads), avgpool(1, stride 2),
-    // 1x1 conv; beside it the same pool straight on a convolution's output
-    // (oneDNN's pooling in the layout the convolution left, where that is
-    // not row-major), and a max pool of a 1x1 window with stride 3.
+    // 1x1 conv: one copy of the relu's output. Beside it the same pool
+    // straight on a convolution's output (oneDNN's pooling in the layout the
+    // convolution left, where that is not row-major), and a max pool of a 1x1
+    // window with stride 3 on the graph's input.
     std::mt19937_64 rng(41);
     graph g;
     auto x = g.input("x", {1, 8, 11, 11});
@@ -97,20 +98,73 @@ TEST_CASE("dnnl pooling of a 1x1 window over a row-major source is one strided c
     check_against_reference(g, 1e-5, 1, &b);
     check_no_fallback(g);
     const auto plan = b.compile(g);
-    std::size_t subsamples = 0, pools = 0, split_steps = 0;
+    std::size_t subsamples = 0, folded = 0, pools = 0, moves = 0;
     for (const auto& st : plan->steps) {
         subsamples += st.what == "subsample (1x1 window)";
+        folded += st.what == "pad, crops and subsample (1x1 window) as one copy";
         pools += st.what.find("pooling") != std::string::npos;
-        split_steps += st.what.starts_with("split");
+        moves += st.what.starts_with("split") || st.what == "pad" || st.what == "zero";
     }
     const auto conv = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.node == c.node && !st.conversion; });
     REQUIRE(conv != plan->steps.end());
     const auto conv_dst = std::find_if(conv->args.begin(), conv->args.end(), [](const auto& a) { return a.first == DNNL_ARG_DST; });
     REQUIRE(conv_dst != conv->args.end());
     const bool conv_row_major = backend::dnnl_impl::is_plain(conv_dst->second.md);
-    CHECK(subsamples == (conv_row_major ? 3 : 2));
+    CHECK(folded == 1);
+    CHECK(subsamples == (conv_row_major ? 2 : 1));
     CHECK(pools == (conv_row_major ? 0 : 1));
-    CHECK(split_steps == 2);  // the two crops' kept parts; the dropped row and column are never copied
+    CHECK(moves == 0);  // no padded or cropped copy
+}
+
+TEST_CASE("dnnl pad, crops and a 1x1 pool: every chain folded or not equals the reference") {
+    SUBCASE("crop the end of the columns, the start of the rows, max pool stride 1") {
+        graph g;
+        auto padded = g.pad(g.input("x", {2, 3, 7, 6}), 1, 2, 2, 1);
+        auto [left, rest] = g.split(3, 6, padded);
+        auto [top_row, body] = g.split(2, 2, left);
+        g.mark_output(g.maxpool(body, {.kernel = 1, .stride = 1, .pad = valid}));
+        check_against_reference(g);
+        check_no_fallback(g);
+    }
+    SUBCASE("NASNet's chain after a convolution: channels-last where oneDNN leaves it so") {
+        std::mt19937_64 rng(43);
+        graph g;
+        auto c = g.relu(g.conv2d(g.input("x", {2, 3, 11, 9}), g.weight("w", {24, 3, 1, 1}, rng)));
+        auto [row, below] = g.split(2, 1, g.pad(c, 0, 1, 0, 1));
+        auto [col, inner] = g.split(3, 1, below);
+        g.mark_output(g.conv2d(g.avgpool(inner, {.kernel = 1, .stride = 2, .pad = valid}), g.weight("v", {8, 24, 1, 1}, rng)));
+        check_against_reference(g);
+        check_no_fallback(g);
+        backend::dnnl b({.persist = false});
+        const auto plan = b.compile(g);
+        CHECK(std::count_if(plan->steps.begin(), plan->steps.end(),
+                            [](const auto& st) { return st.what == "pad, crops and subsample (1x1 window) as one copy"; }) == 1);
+    }
+    SUBCASE("pad straight into the pool, stride 2 by 3") {
+        graph h;
+        auto padded = h.pad(h.input("x", {1, 4, 9, 10}), 2, 0, 1, 3);
+        h.mark_output(h.avgpool(padded, {.kernel = 1, .stride = 3, .pad = valid}));
+        check_against_reference(h);
+        check_no_fallback(h);
+    }
+    SUBCASE("not folded: the padded value read twice, a crop read by both parts") {
+        graph g;
+        auto x = g.input("x", {1, 4, 8, 8});
+        auto padded = g.pad(x, 0, 1, 0, 1);
+        auto [a, b2] = g.split(2, 1, padded);
+        g.mark_output(g.avgpool(b2, {.kernel = 1, .stride = 2, .pad = valid}));
+        g.mark_output(g.relu(padded));
+        auto padded2 = g.pad(x, 1, 1, 1, 1);
+        auto [c1, c2] = g.split(3, 4, padded2);
+        g.mark_output(g.maxpool(c2, {.kernel = 1, .stride = 2, .pad = valid}));
+        g.mark_output(c1);
+        check_against_reference(g);
+        check_no_fallback(g);
+        backend::dnnl b({.persist = false});
+        const auto plan = b.compile(g);
+        CHECK(std::none_of(plan->steps.begin(), plan->steps.end(),
+                           [](const auto& st) { return st.what == "pad, crops and subsample (1x1 window) as one copy"; }));
+    }
 }
 
 TEST_CASE("dnnl pooling runs the adds after it as post-ops (NASNet's cells)") {

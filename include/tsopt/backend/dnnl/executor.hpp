@@ -90,7 +90,9 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::split: return lower_split(L, i);
             case K::transpose: return lower_transpose(L, i);
             case K::enlarge: return lower_enlarge(L, i);
-            case K::pad: return lower_pad_into_avgpool(L, i) ? void() : lower_pad(L, i);
+            case K::pad:
+                if (!lower_pad_into_subsample(L, i) && !lower_pad_into_avgpool(L, i)) lower_pad(L, i);
+                return;
             case K::reshape: return lower_reshape(L, i);
             case K::slice: return lower_slice(L, i);
             case K::overwrite: return lower_overwrite(L, i);

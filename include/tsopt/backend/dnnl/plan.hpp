@@ -93,7 +93,8 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // x + x and x * x as eltwise post-ops; 20: the chain goes on past an
 // operator that asks for another layout; 21: channels-last depthwise
 // convolutions below 512 channels in jit_dw instead of brdgmm_dw, a 1x1
-// pooling window as a strided copy, an unread split part not copied).
+// pooling window (with a pad and crops before it) as a strided copy, an
+// unread split part not copied).
 inline constexpr int lowering_revision = 21;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
