@@ -125,8 +125,8 @@ inline void window_copy_step(lowering& L, std::size_t pool, tref x, const dims& 
     L.set(pool, 0, y);
 }
 
-// Whether node i is a pooling of a 1x1 window without padding or activation
-// that writes a row-major result: a subsampling.
+// Whether node n is a pooling of a 1x1 window without padding or activation
+// whose result is not asked to be channels-last: a subsampling.
 inline bool is_subsample(const node& n) {
     using namespace spec::pool_p;
     return (n.is_op(spec::op_kind::avgpool) || n.is_op(spec::op_kind::maxpool)) && n.params[kh] == 1 && n.params[kw] == 1 &&
