@@ -41,7 +41,13 @@ struct timed_primitive {
     double best = 1e30;
 };
 
-timed_primitive conv_with(const engine& eng, const convolution_forward::primitive_desc& pd);
+timed_primitive conv_with(const engine& eng, const convolution_forward::primitive_desc& pd) {
+    timed_primitive r{convolution_forward(pd), {}, pd.impl_info_str()};
+    r.args = {{DNNL_ARG_SRC, memory(pd.src_desc(), eng)}, {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), eng)},
+              {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    for (auto& [k, m] : r.args) fill(m);
+    return r;
+}
 
 convolution_forward::primitive_desc conv_pd(const engine& eng, memory::dims src, memory::dims w, memory::dims dst, tag t, int stride,
                                             int pad) {
@@ -54,14 +60,6 @@ convolution_forward::primitive_desc conv_pd(const engine& eng, memory::dims src,
 
 timed_primitive conv(const engine& eng, memory::dims src, memory::dims w, memory::dims dst, tag t, int stride, int pad) {
     return conv_with(eng, conv_pd(eng, src, w, dst, t, stride, pad));
-}
-
-timed_primitive conv_with(const engine& eng, const convolution_forward::primitive_desc& pd) {
-    timed_primitive r{convolution_forward(pd), {}, pd.impl_info_str()};
-    r.args = {{DNNL_ARG_SRC, memory(pd.src_desc(), eng)}, {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), eng)},
-              {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
-    for (auto& [k, m] : r.args) fill(m);
-    return r;
 }
 
 timed_primitive to_blocked(const engine& eng, memory::dims d) {

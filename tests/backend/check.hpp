@@ -3,6 +3,7 @@
 // reference, and compare every output with the project's relative error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -53,6 +54,19 @@ inline double check_against_reference(const graph& g, double tol = 1e-4, std::ui
         worst = std::max(worst, e);
     }
     return worst;
+}
+
+// The step of plan p that runs `node` itself (not a conversion of its operands).
+inline const backend::dnnl_impl::step& own_step(const backend::dnnl_impl::plan& p, std::int32_t node) {
+    const auto s = std::find_if(p.steps.begin(), p.steps.end(), [&](const auto& st) { return st.node == node && !st.conversion; });
+    REQUIRE(s != p.steps.end());
+    return *s;
+}
+// Argument `which` (DNNL_ARG_SRC, ...) of step s.
+inline backend::dnnl_impl::tref step_arg(const backend::dnnl_impl::step& s, int which) {
+    const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const auto& a) { return a.first == which; });
+    REQUIRE(it != s.args.end());
+    return it->second;
 }
 
 }  // namespace tsopt::test

@@ -105,11 +105,7 @@ TEST_CASE("dnnl pooling of a 1x1 window over a row-major source is one strided c
         pools += st.what.find("pooling") != std::string::npos;
         moves += st.what.starts_with("split") || st.what == "pad" || st.what == "zero";
     }
-    const auto conv = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.node == c.node && !st.conversion; });
-    REQUIRE(conv != plan->steps.end());
-    const auto conv_dst = std::find_if(conv->args.begin(), conv->args.end(), [](const auto& a) { return a.first == DNNL_ARG_DST; });
-    REQUIRE(conv_dst != conv->args.end());
-    const bool conv_row_major = backend::dnnl_impl::is_plain(conv_dst->second.md);
+    const bool conv_row_major = backend::dnnl_impl::is_plain(test::step_arg(test::own_step(*plan, c.node), DNNL_ARG_DST).md);
     CHECK(folded == 1);
     CHECK(subsamples == (conv_row_major ? 2 : 1));
     CHECK(pools == (conv_row_major ? 0 : 1));
