@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "check.hpp"
+#include "tsopt/rewrite/layout.hpp"
 #include "tsopt/zoo/zoo.hpp"
 
 using namespace tsopt;
@@ -218,6 +219,38 @@ TEST_CASE("dnnl: a channels-last depthwise convolution below 512 channels runs i
         CHECK(depthwise.impl.find("ref") == std::string::npos);
         if (c < backend::dnnl_impl::jit_depthwise_below_channels) CHECK_FALSE(depthwise.impl.starts_with("brdgmm_dw"));
     }
+}
+
+TEST_CASE("dnnl: explicit layout conversions are left to their readers, as the written model runs") {
+    // A layout move of the search marks operators NHWC and makes each
+    // mismatch an explicit `reorder` node (rewrite::explicit_conversions).
+    // The written model has none (the exporter writes an Identity, the
+    // importer skips it); compiled as conversions through row-major, they
+    // copied twice where a reader converts once and kept the ReLU after a
+    // convolution out of its primitive: zoo_nasnet_a's search result ran
+    // 329 ms in `tsopt optimize`'s pick and 285 ms as written.
+    std::mt19937_64 rng(31);
+    graph g;
+    auto x = g.input("x", {1, 32, 14, 14});
+    auto a = g.conv2d(x, g.weight("wa", {48, 32, 1, 1}, rng));
+    auto y = g.conv2d(g.relu(a), g.weight("wy", {32, 48, 3, 3}, rng), {.pad = same});
+    g.mark_output(g.ewadd(y, x));
+    for (auto id : {a.node, y.node}) g.nodes[static_cast<std::size_t>(id)].out_layout = spec::layout::nhwc;
+    const graph moved = rewrite::explicit_conversions(g);
+    int conversions = 0;
+    for (const node& n : moved.nodes) conversions += n.is_op(spec::op_kind::reorder);
+    REQUIRE(conversions > 0);
+    backend::dnnl b({.persist = false});
+    check_against_reference(moved, 1e-4, 6, &b);
+    const auto p = b.compile(moved);  // held: the steps belong to it
+    for (const auto& st : p->steps)
+        if (st.node >= 0) CHECK_FALSE(moved.nodes[static_cast<std::size_t>(st.node)].is_op(spec::op_kind::reorder));
+    // The same plan as the graph without the conversion nodes.
+    const auto with = b.stats(moved), without = b.stats(g);
+    CHECK(with.primitives == without.primitives);
+    CHECK(with.fused_ops == without.fused_ops);
+    CHECK(with.conversions == without.conversions);
+    CHECK(with.fused_ops >= 1);  // the ReLU in the first convolution
 }
 
 TEST_CASE("dnnl plans are compiled once per graph and reused") {

@@ -109,13 +109,21 @@ inline void lower_node(lowering& L, std::size_t i) {
     }
 }
 
-inline std::unique_ptr<plan> compile(const graph& g, const dn::engine& eng, const opaque_map& opaque,
+inline std::unique_ptr<plan> compile(const graph& given, const dn::engine& eng, const opaque_map& opaque,
                                      const opaque_lowering_map& native = {}, const opaque_eltwise_map& elementwise = {},
                                      shared_conversions* shared = nullptr, lowering_options lo = {}) {
-    g.validate();
+    given.validate();
+    // Explicit layout conversions are left to the readers (ids unchanged:
+    // steps still name the given graph's nodes).
+    const std::optional<graph> bypassed = bypass_layout_conversions(given);
+    const graph& g = bypassed ? *bypassed : given;
     auto p = std::make_unique<plan>(eng);
     lowering L(*p, g, opaque, native, elementwise, shared, lo);
     const std::vector<bool> live = live_nodes(g);
+    // A node nothing live reads (a bypassed conversion) keeps no operator
+    // from fusing what it read.
+    for (auto& readers : L.consumers)
+        std::erase_if(readers, [&](const auto& r) { return !live[static_cast<std::size_t>(r.first)]; });
     // Weights and graph inputs first, so a node may read an operand that
     // comes later in topological order (a conv fusing a bias added after it,
     // a product fusing an attention mask).

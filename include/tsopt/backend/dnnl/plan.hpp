@@ -94,8 +94,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // operator that asks for another layout; 21: channels-last depthwise
 // convolutions below 512 channels in jit_dw instead of brdgmm_dw, a 1x1
 // pooling window (with a pad and crops before it) as a strided copy, an
-// unread split part not copied).
-inline constexpr int lowering_revision = 21;
+// unread split part not copied; 22: explicit layout conversions left to
+// their readers, backend/arena.hpp bypass_layout_conversions).
+inline constexpr int lowering_revision = 22;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
