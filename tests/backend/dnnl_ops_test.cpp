@@ -278,6 +278,31 @@ TEST_CASE("dnnl batchnorm equals x * scale[c] + shift[c]") {
     }
 }
 
+TEST_CASE("dnnl pooling asked for channels-last over a source in another layout runs no reference kernel") {
+    // A layout move marks a pooling NHWC after a convolution oneDNN left
+    // blocked (SqueezeNet's first max pool, read back from a written model):
+    // oneDNN 3.2 pools from blocked into channels-last only in its reference
+    // kernel, 77 ms instead of 0.1. The pooling keeps its source's layout.
+    for (auto k : {spec::op_kind::maxpool, spec::op_kind::avgpool})
+        for (std::int64_t c : {16, 96}) {
+            INFO(spec::name(k), ", ", c, " channels");
+            graph g;
+            std::mt19937_64 rng(12);
+            auto x = g.input("x", {1, 3, 35, 35});  // a stem: oneDNN leaves it blocked
+            auto y = g.conv2d(x, g.weight("w", {c, 3, 7, 7}, rng), {.stride = 2, .pad = valid, .act = relu});
+            auto p = g.pool(k, y, {.kernel = 3, .stride = 2, .pad = valid}, "pool");
+            g.nodes[static_cast<std::size_t>(p.node)].out_layout = spec::layout::nhwc;
+            g.mark_output(g.conv2d(p, g.weight("v", {8, c, 1, 1}, rng), {.pad = same}));
+            backend::dnnl b({.persist = false});
+            check_against_reference(g, 1e-4, 3, &b);
+            const auto plan = b.compile(g);  // held: the steps belong to it
+            for (const auto& st : plan->steps) {
+                INFO(st.what, " [", st.impl, "]");
+                CHECK_FALSE(st.impl.starts_with("ref"));
+            }
+        }
+}
+
 TEST_CASE("dnnl batchnorm after a convolution, in the layout oneDNN chose for it, runs no reference kernel") {
     // A convolution's output is blocked or channels-last; a binary multiply by
     // a per-channel operand over a blocked tensor has only oneDNN's reference

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tsopt/onnx.hpp"
+#include "tsopt/rewrite/layout.hpp"
 #include "samples.hpp"
 
 using namespace tsopt;
@@ -1159,6 +1160,28 @@ TEST_CASE("import: the layout pairs the exporter writes give their layouts back,
     CHECK(ops_of(back).find("transpose") == std::string::npos);
     CHECK(ops_of(back) == ops_of(g));
     CHECK(max_error(g, back) <= 1e-6);
+    // A layout conversion (a `reorder`, written as an Identity and a pair)
+    // is the conversion's layout, not its input's producer's: read back, no
+    // reorder (the backends convert where a reader needs it) and the pool
+    // before it keeps its own layout.
+    graph e;
+    auto ex = e.input("x", {1, 8, 9, 9});
+    auto ep = e.pool(spec::op_kind::maxpool, e.conv2d(ex, e.weight("w", {8, 8, 3, 3}, rng), {}, "conv"),
+                     {.kernel = 3, .stride = 2}, "pool");
+    auto ec = e.conv2d(ep, e.weight("v", {8, 8, 1, 1}, rng), {}, "conv_nhwc");
+    e.nodes[static_cast<std::size_t>(ec.node)].out_layout = spec::layout::nhwc;
+    e.mark_output(ec);
+    const graph converted = rewrite::explicit_conversions(e);
+    REQUIRE(ops_of(converted).find("reorder") != std::string::npos);
+    const graph e_back = round_trip(converted);
+    CHECK(ops_of(e_back).find("reorder") == std::string::npos);
+    CHECK(ops_of(e_back).find("transpose") == std::string::npos);
+    for (const node& n : e_back.nodes)
+        if (n.kind == node_kind::op) {
+            INFO(n.describe());  // the written value's node is named `conv_nhwc/computed`
+            CHECK(n.out_layout == (n.name.starts_with("conv_nhwc") ? spec::layout::nhwc : spec::layout::row_major));
+        }
+    CHECK(max_error(e, e_back) <= 1e-6);
     // The same transposes written by someone else (other names) cancel, but
     // set no layout: only the exporter's pairs say where a value is stored.
     graph h;

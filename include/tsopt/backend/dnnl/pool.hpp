@@ -20,7 +20,14 @@ inline void pool_step(lowering& L, std::size_t i, tref x, const dims& pad_l, con
     const node& n = L.at(i);
     const auto alg = n.is_op(spec::op_kind::maxpool) ? dn::algorithm::pooling_max : dn::algorithm::pooling_avg_include_padding;
     dims od = L.out_dims(i);
-    auto dst_md = n.out_layout == spec::layout::nhwc ? dn::memory::desc(od, f32, tag::nhwc) : any_md(od);
+    // Channels-last asked for, over a source in another layout: oneDNN 3.2
+    // pools between two layouts only in its reference kernel (a blocked
+    // source into channels-last took SqueezeNet's first max pool from 0.1 ms
+    // to 77), so the output keeps the source's layout and a reader that
+    // wants channels-last converts it (a quarter of the source's bytes at
+    // stride 2).
+    const bool nhwc_source = x.md.get_ndims() == 4 && x.md == dn::memory::desc(x.md.get_dims(), f32, tag::nhwc);
+    auto dst_md = n.out_layout == spec::layout::nhwc && nhwc_source ? dn::memory::desc(od, f32, tag::nhwc) : any_md(od);
     auto pool_pd = [&](const dn::primitive_attr& a) {
         return dn::pooling_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, alg, x.md, dst_md,
                                                    {n.params[stride_h], n.params[stride_w]}, {n.params[kh], n.params[kw]}, {0, 0},

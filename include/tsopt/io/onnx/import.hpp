@@ -111,6 +111,16 @@ private:
     std::int64_t opset_ = 0;
     graph g_;
     bool transposes_cancelled_ = false;  // a Transpose pair became the identity: its first half is dead
+    // A layout conversion (`reorder`) is written as an Identity and a layout
+    // pair: the layout is the conversion's, not its input's producer's, and
+    // the Identity is dropped, so that pair gives no layout back (it made
+    // SqueezeNet's first max pool channels-last after a blocked convolution,
+    // oneDNN's reference kernel, 77 ms instead of 0.1). The backends convert
+    // where a reader needs it, as for the graph that was written
+    // (backend::bypass_layout_conversions). ONNX names of Identity outputs,
+    // and the first Transposes reading one.
+    std::set<std::string, std::less<>> identity_outputs_;
+    std::set<std::int32_t> conversion_pairs_;
     // The pair exporter::express_layout writes for a value stored in another
     // layout (its first Transpose named `<name>/nhwc` or `<name>/col_major`)
     // gives that layout back to the operator computing the value, so the
@@ -884,6 +894,7 @@ private:
         if (t == "Identity" || t == "Dropout") {
             if (t == "Dropout" && (!none_but({"ratio", "seed"}) || !inference_dropout(n))) return {};
             if (t == "Identity" && !none_but({})) return {};
+            if (t == "Identity") identity_outputs_.insert(n.output(0));
             return {in(n, 0, who)};
         }
         if (t == "Add" || t == "Mul") {
@@ -986,11 +997,13 @@ private:
                 for (int i = 0; undoes && i < r; ++i) undoes = ((q >> (3 * perm[static_cast<std::size_t>(i)])) & 7) == i;
                 if (undoes) {
                     transposes_cancelled_ = true;
-                    restore_layout(src, perm);
+                    if (!conversion_pairs_.count(x.node)) restore_layout(src, perm);
                     return {src.inputs[0]};
                 }
             }
-            return {g_.add1(spec::op_kind::transpose, p, {x}, out)};
+            value first = g_.add1(spec::op_kind::transpose, p, {x}, out);
+            if (identity_outputs_.count(n.input(0))) conversion_pairs_.insert(first.node);
+            return {first};
         }
         if (t == "Reshape") {
             if (!none_but({"allowzero"})) return {};
