@@ -278,6 +278,16 @@ TEST_CASE("dnnl batchnorm equals x * scale[c] + shift[c]") {
     }
 }
 
+// No step of g's plan on b runs one of oneDNN's reference kernels (ref:any,
+// orders of magnitude slower than its jit ones).
+static void check_no_reference_kernel(const backend::dnnl& b, const graph& g) {
+    const auto plan = b.compile(g);  // held: the steps belong to it
+    for (const auto& st : plan->steps) {
+        INFO(st.what, " [", st.impl, "]");
+        CHECK_FALSE(st.impl.starts_with("ref"));
+    }
+}
+
 TEST_CASE("dnnl pooling asked for channels-last over a source in another layout runs no reference kernel") {
     // A layout move marks a pooling NHWC after a convolution oneDNN left
     // blocked (SqueezeNet's first max pool, read back from a written model):
@@ -295,11 +305,7 @@ TEST_CASE("dnnl pooling asked for channels-last over a source in another layout 
             g.mark_output(g.conv2d(p, g.weight("v", {8, c, 1, 1}, rng), {.pad = same}));
             backend::dnnl b({.persist = false});
             check_against_reference(g, 1e-4, 3, &b);
-            const auto plan = b.compile(g);  // held: the steps belong to it
-            for (const auto& st : plan->steps) {
-                INFO(st.what, " [", st.impl, "]");
-                CHECK_FALSE(st.impl.starts_with("ref"));
-            }
+            check_no_reference_kernel(b, g);
         }
 }
 
@@ -317,11 +323,7 @@ TEST_CASE("dnnl batchnorm after a convolution, in the layout oneDNN chose for it
         g.mark_output(g.batchnorm(y, g.weight("scale", random_float({k}, rng, -2, 2)), g.weight("shift", random_float({k}, rng, -1, 1))));
         backend::dnnl b({.persist = false});
         check_against_reference(g, 1e-4, 2, &b);
-        const auto plan = b.compile(g);  // held: the steps belong to it
-        for (const auto& st : plan->steps) {
-            INFO(st.what, " [", st.impl, "]");
-            CHECK_FALSE(st.impl.starts_with("ref"));
-        }
+        check_no_reference_kernel(b, g);
     }
     // On a row-major input the binary multiply has its vector kernel and is
     // taken: oneDNN's channels-last batch normalization (nspc_bnorm) took 6x
