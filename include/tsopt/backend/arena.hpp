@@ -1,6 +1,7 @@
 #pragma once
 // Compilation helpers shared by the backends that plan their own memory
-// (dnnl, cudnn): which nodes need to run, and greedy placement of buffers in
+// (dnnl, cudnn): which nodes need to run (the oneDNN backend also leaves
+// explicit layout conversions to their readers), and greedy placement of buffers in
 // one arena. What makes two buffers conflict is the backend's: step-interval
 // overlap on one stream (dnnl), not ordered by happens-before across streams
 // (cudnn).
