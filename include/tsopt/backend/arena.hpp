@@ -1,10 +1,10 @@
 #pragma once
 // Compilation helpers shared by the backends that plan their own memory
 // (dnnl, cudnn): which nodes need to run (the oneDNN backend also leaves
-// explicit layout conversions to their readers), and greedy placement of buffers in
-// one arena. What makes two buffers conflict is the backend's: step-interval
-// overlap on one stream (dnnl), not ordered by happens-before across streams
-// (cudnn).
+// explicit layout conversions to their readers), and greedy placement of
+// buffers in one arena. What makes two buffers conflict is the backend's:
+// step-interval overlap on one stream (dnnl), not ordered by happens-before
+// across streams (cudnn).
 #include <algorithm>
 #include <cstddef>
 #include <optional>
@@ -43,15 +43,15 @@ inline std::vector<bool> live_nodes(const graph& g) {
 // was written as (zoo_nasnet_a: 329 ms against 285), so the end-to-end pick
 // timed another graph than the one it wrote. nullopt when g has none.
 inline std::optional<graph> bypass_layout_conversions(const graph& g) {
-    const auto is_conversion = [&](value v) { return g.at(v).is_op(spec::op_kind::reorder); };
-    if (std::none_of(g.nodes.begin(), g.nodes.end(), [](const node& n) { return n.is_op(spec::op_kind::reorder); })) return std::nullopt;
+    const auto conversion = [](const node& n) { return n.is_op(spec::op_kind::reorder); };
+    if (std::ranges::none_of(g.nodes, conversion)) return std::nullopt;
     graph r = g;
     const auto source = [&](value v) {
-        while (is_conversion(v)) v = g.at(v).inputs[0];
+        while (conversion(g.at(v))) v = g.at(v).inputs[0];
         return v;
     };
     for (node& n : r.nodes)
-        if (!n.is_op(spec::op_kind::reorder))
+        if (!conversion(n))
             for (value& v : n.inputs) v = source(v);
     for (value& v : r.outputs) v = source(v);
     return r;
