@@ -178,6 +178,9 @@ std::string run_result::summary_text() const {
         s << "processes: " << rank_seconds.size() << ", verification seconds per process:";
         for (double t : rank_seconds) s << ' ' << seconds_text(t);
         s << " (slowest " << slowest_over_mean(rank_seconds) << "x the mean)\n";
+        s << "candidates each process derived in the chunks' first pass:";
+        for (auto n : rank_first_pass) s << ' ' << n;
+        s << "\n";
     }
     if (!rank_enumerate_seconds.empty()) {
         s << "enumeration seconds per process (its own subtrees):";
@@ -239,6 +242,7 @@ std::string run_result::summary_json() const {
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
                     {"process_seconds", rank_seconds},
                     {"process_enumerate_seconds", rank_enumerate_seconds},
+                    {"process_first_pass_candidates", rank_first_pass},
                     {"resumed_candidates", resumed},
                     {"resumed_partitions", resumed_partitions},
                     {"resumed_final_pass", resumed_final_pass},
@@ -455,9 +459,10 @@ run_result run(const run_config& c) {
         // queries by position (query j to thread j mod threads): for a given
         // thread count the verdicts, hence the rules, are reproducible.
         std::vector<std::size_t> pending;  // pass 2's candidates, in order
-        // Pass 2's queries of the earlier chunks: a team deals query j of a
-        // chunk to process (queries_dealt + j) mod procs, so that a chunk's
-        // only query does not always fall to process 0.
+        // Pass 2's queries of the earlier chunks: under --reuse-solver a team
+        // deals query j of a chunk to process (queries_dealt + j) mod procs
+        // (kept in checkpoints), so that a chunk's only query does not
+        // always fall to process 0; otherwise its processes draw them.
         std::size_t queries_dealt = 0;
         std::atomic<std::size_t> next_query{0};
         int pass = 1;
@@ -465,6 +470,13 @@ run_result run(const run_config& c) {
         std::atomic<bool> failed{false};
         std::string team_failure;  // the first failure a process reported in an exchange
         double busy = 0;           // this process's seconds in its shares of the passes
+        std::size_t first_pass_here = 0;  // candidates this process took in pass 1
+        // Test hook (tests/generator/mpi_test.sh): the process of this rank
+        // spends 5 ms more on each candidate of pass 1, as a slower machine
+        // or a run of harder candidates would, so that a test can see the
+        // others take its share.
+        const char* slow_rank = std::getenv("TSOPT_GEN_TEST_SLOW_RANK");
+        const bool slow_here = slow_rank && c.team && std::to_string(rank) == slow_rank;
         // One candidate's outcome as bytes (team exchanges, checkpoints).
         auto put_outcome = [&](byte_writer& w, std::size_t i) {
             w.pod<std::uint64_t>(i);
@@ -632,14 +644,50 @@ run_result run(const run_config& c) {
             r.resumed_final_pass = fin.done;
             r.resumed_final_positions = fin.at;
         }
+        // A team's processes draw each pass's positions from one counter,
+        // first come first served, as the enumeration draws its subtrees: a
+        // process that drew cheap derivations takes more, instead of waiting
+        // at the chunk's exchange for the one dealt the slow ones. Every
+        // outcome depends on its candidate alone (the rule base is fixed
+        // within a pass), so the listing does not depend on who drew what.
+        // Not pass 2 under --reuse-solver: a reused solver's verdict depends
+        // on the queries it answered before, so those stay dealt by position.
+        // The counter only grows: every drawing thread of every process
+        // draws once past a pass's end, so the next pass begins `drawers`
+        // values after it on every process, with no exchange of where.
+        std::unique_ptr<process_team::counter> positions;
+        std::uint64_t positions_base = 0, drawers = 0;
+        std::mutex draw_m;
+        std::vector<std::size_t> drawn;  // this process's positions of the pass
         if (c.team) {  // every process resumes at the same place (one file, on a shared file system)
             byte_writer w;
             w.pod<std::uint64_t>(resume_at);
-            for (const auto& bytes : c.team->all_gather(w.out))
-                if (byte_reader{bytes}.pod<std::uint64_t>() != resume_at)
+            w.pod<std::uint64_t>(nt);
+            for (const auto& bytes : c.team->all_gather(w.out)) {
+                byte_reader rd{bytes};
+                if (rd.pod<std::uint64_t>() != resume_at)
                     throw team_error("--checkpoint " + c.checkpoint + ": the processes resume at different candidates (" +
                                      std::to_string(resume_at) + " here): every rank must read the same file");
+                drawers += rd.pod<std::uint64_t>();
+            }
+            if (procs > 1) positions = c.team->make_counter();
         }
+        // The next position of a pass over n, or n when none is left.
+        auto draw = [&](std::size_t n) -> std::size_t {
+            std::lock_guard lk(draw_m);
+            const std::uint64_t v = positions->fetch_add(1) - positions_base;
+            if (v >= n) return n;
+            drawn.push_back(static_cast<std::size_t>(v));
+            return static_cast<std::size_t>(v);
+        };
+        // After a pass over n that was drawn: the ids its positions name.
+        auto end_of_draws = [&](std::size_t n, auto&& at) {
+            positions_base += n + drawers;
+            std::vector<std::size_t> mine;
+            for (auto k : drawn) mine.push_back(at(k));
+            drawn.clear();
+            return mine;
+        };
         auto last_checkpoint = std::chrono::steady_clock::now();
         std::mutex cm;
         std::condition_variable cv_work, cv_done;
@@ -685,9 +733,13 @@ run_result run(const run_config& c) {
                             }
                             if (pass == 1) {
                                 const std::size_t first = first_of_share(chunk_begin, rank, procs);
-                                for (std::size_t k; (k = first + next.fetch_add(1) * procs) < chunk_end;) {
+                                auto next_k = [&] {
+                                    return positions ? chunk_begin + draw(chunk_end - chunk_begin) : first + next.fetch_add(1) * procs;
+                                };
+                                for (std::size_t k; (k = next_k()) < chunk_end;) {
                                     std::size_t i = order[k];
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
+                                    if (slow_here) std::this_thread::sleep_for(std::chrono::milliseconds(5));
                                     bool derived = false;
                                     if (c.derive) {
                                         auto d0 = std::chrono::steady_clock::now();
@@ -715,10 +767,12 @@ run_result run(const run_config& c) {
                             } else {
                                 // By position under --reuse-solver (query j to worker j mod
                                 // workers, this process's workers rank * nt ... + nt - 1),
-                                // else whichever thread is free, over this process's share.
+                                // else whichever thread is free, of the team's (drawn).
                                 const std::size_t workers = nt * procs;
                                 const std::size_t first = first_of_share(queries_dealt, rank, procs) - queries_dealt;
-                                auto free_j = [&] { return first + next_query.fetch_add(1) * procs; };
+                                auto free_j = [&] {
+                                    return positions ? draw(pending.size()) : first + next_query.fetch_add(1) * procs;
+                                };
                                 auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + workers : free_j(); };
                                 for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
@@ -783,7 +837,10 @@ run_result run(const run_config& c) {
                 chunk_end = std::min(ps.size(), b + chunk);
                 next = 0;
                 timed([&] { run_pass(1); });
-                if (!exchange(share(b, chunk_end, of_order))) break;
+                auto first_pass = positions ? end_of_draws(chunk_end - b, [&](std::size_t k) { return order[b + k]; })
+                                            : share(b, chunk_end, of_order);
+                first_pass_here += first_pass.size();
+                if (!exchange(first_pass)) break;
                 pending.clear();
                 for (std::size_t k = b; k < chunk_end; ++k)
                     if (status[order[k]] == 6) pending.push_back(order[k]);
@@ -791,8 +848,12 @@ run_result run(const run_config& c) {
                 if (!pending.empty() && !failed) {
                     timed([&] { run_pass(2); });
                     std::vector<std::size_t> mine;
-                    for (std::size_t j = 0; j < pending.size(); ++j)
-                        if ((c.reuse_solver ? j % (nt * procs) / nt : (queries_dealt + j) % procs) == rank) mine.push_back(pending[j]);
+                    if (positions && !c.reuse_solver)
+                        mine = end_of_draws(pending.size(), [&](std::size_t j) { return pending[j]; });
+                    else
+                        for (std::size_t j = 0; j < pending.size(); ++j)
+                            if ((c.reuse_solver ? j % (nt * procs) / nt : (queries_dealt + j) % procs) == rank)
+                                mine.push_back(pending[j]);
                     queries_dealt += pending.size();
                     if (!exchange(mine)) break;
                 }
@@ -847,9 +908,10 @@ run_result run(const run_config& c) {
                     const std::size_t fe = std::min(fin.left.size(), fb + chunk);
                     const std::size_t first = first_of_share(fb, rank, procs);
                     std::atomic<std::size_t> at{0};
+                    auto next_j = [&] { return positions ? fb + draw(fe - fb) : first + at.fetch_add(1) * procs; };
                     auto work = [&] {
                         try {
-                            for (std::size_t j; (j = first + at.fetch_add(1) * procs) < fe && !failed;)
+                            for (std::size_t j; (j = next_j()) < fe && !failed;)
                                 rederive(fin.left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
                         } catch (...) {
                             std::lock_guard lk(cm);
@@ -862,7 +924,9 @@ run_result run(const run_config& c) {
                         for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
                         work();
                     });
-                    if (!exchange(share(fb, fe, of_left))) break;
+                    if (!exchange(positions ? end_of_draws(fe - fb, [&](std::size_t k) { return fin.left[fb + k]; })
+                                            : share(fb, fe, of_left)))
+                        break;
                     fin.at = fb = fe;
                     fin.done = fe == fin.left.size();
                     rep.update("final derivation pass over the " + std::to_string(fin.left.size()) + " Z3 non-proofs (" +
@@ -887,10 +951,16 @@ run_result run(const run_config& c) {
         }
         if (!team_failure.empty()) throw team_error(team_failure);
         if (failure) std::rethrow_exception(failure);
+        positions.reset();  // collective: every process ends its draws here
         if (c.team) {
             byte_writer w;
             w.pod(busy);
-            for (const auto& bytes : c.team->all_gather(w.out)) r.rank_seconds.push_back(byte_reader{bytes}.pod<double>());
+            w.pod<std::uint64_t>(first_pass_here);
+            for (const auto& bytes : c.team->all_gather(w.out)) {
+                byte_reader rd{bytes};
+                r.rank_seconds.push_back(rd.pod<double>());
+                r.rank_first_pass.push_back(rd.pod<std::uint64_t>());
+            }
         }
         for (std::size_t i = 0; i < ps.size(); ++i) {
             auto s = status[i];

@@ -532,6 +532,9 @@ struct run_result {
     // the passes, not the waits in exchanges), in rank order.
     std::vector<double> rank_seconds;
     std::vector<double> rank_enumerate_seconds;  // each process's walk of its subtrees
+    // Each process's candidates in the chunks' first pass (derivation),
+    // drawn from the team's counter: the slower a process, the fewer.
+    std::vector<std::uint64_t> rank_first_pass;
     std::uint64_t resumed = 0;  // candidates whose outcomes came from the checkpoint
     bool resumed_final_pass = false;  // the final derivation pass's outcomes came from the checkpoint
     std::uint64_t resumed_final_positions = 0;  // of the final derivation pass's list, those the checkpoint held

@@ -19,10 +19,12 @@ namespace tsopt::gen {
 // shared counter as each finishes the last; each graph goes
 // to the process that owns its fingerprint's range (all_to_all), which
 // pairs, confirms and prunes its buckets; the surviving pairs are gathered
-// to every process. The verification is dealt between the processes by
-// position and each step's outcomes are exchanged, so that every process
-// holds the same state after each step (the rule base included) and the
-// outcomes are those of one process alone. Process 0 writes the files.
+// to every process. The processes draw the verification's candidates from
+// a shared counter too (by position only a reused solver's queries, whose
+// verdicts depend on the queries before them), and each step's outcomes
+// are exchanged, so that every process holds the same state after each
+// step (the rule base included) and the outcomes are those of one process
+// alone. Process 0 writes the files.
 class process_team {
 public:
     virtual ~process_team() = default;

@@ -64,6 +64,18 @@ same_counts parts parts2 "--partitions 2: mpirun -np 2 tsopt-gen-mpi vs tsopt-ge
 single reuse --threads 2 --reuse-solver
 ranks reuse2 2 --threads 1 --reuse-solver
 same reuse reuse2 "--reuse-solver: 2 ranks x 1 thread vs 1 process x 2 threads"
+# The verification's candidates are drawn from a shared counter, not dealt
+# by position: with rank 0 slowed (TSOPT_GEN_TEST_SLOW_RANK: 5 ms more per
+# derivation) rank 1 derives more of them than rank 0, and the listing is
+# still the single-process one. Dealt by position each would take half.
+export TSOPT_GEN_TEST_SLOW_RANK=0
+ranks slow 2
+unset TSOPT_GEN_TEST_SLOW_RANK
+same one slow "rank 0 slowed: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+taken=$(tr -d ' \n' < "$dir/slow.json" | sed -n 's/.*"process_first_pass_candidates":\[\([0-9]*\),\([0-9]*\)\].*/\1 \2/p')
+set -- $taken
+if [ $# -eq 2 ] && [ "$2" -gt "$1" ]; then echo "ok: the slowed rank derived $1 candidates, the other $2"
+else echo "FAIL: with rank 0 slowed, the ranks derived '$taken' candidates (rank 1 should take more)"; fail=1; fi
 grep -q '"proven": [1-9]' "$dir/two.json" || { echo "FAIL: nothing proven (the test would prove nothing)"; fail=1; }
 # A wall-clock guard of 1 ms ends a query on some rank: every rank stops with
 # the error at the next exchange (no hang), exit non-zero, no listing.
