@@ -3,8 +3,8 @@
 # ranks (more ranks than cores are oversubscribed) and tsopt-gen in one
 # process with 1 thread, run one after the other on this machine; prints per
 # run the phases, the wall time, the speed-up over one process and the
-# per-rank verification and enumeration seconds (slowest against the mean),
-# and checks that
+# per-rank verification and enumeration seconds (slowest against the mean)
+# and first-pass candidates, and checks that
 # every listing and header equals the single-process one.
 #   bench/generator_mpi_scaling.sh [BUILD_DIR] [RANKS] [tsopt-gen options...]
 # e.g. bench/generator_mpi_scaling.sh build "1 2" --max-ops 3 --representative-params \
@@ -41,7 +41,9 @@ d = json.load(open(sys.argv[1]))
 def line(s):
     m = sum(s) / len(s) if s else 0
     return " ".join("%.1f" % x for x in s) + " (slowest %.2fx the mean)" % (max(s) / m if m else 1)
-print("verification", line(d["process_seconds"]) if d["process_seconds"] else "-", "| enumeration", line(d["process_enumerate_seconds"]))' "$out/r$np.json")
+first = d.get("process_first_pass_candidates") or []
+print("verification", line(d["process_seconds"]) if d["process_seconds"] else "-", "| enumeration", line(d["process_enumerate_seconds"]),
+      "| first-pass candidates", " ".join(map(str, first)) or "-")' "$out/r$np.json")
   same=identical
   cmp -s "$out/one.txt" "$out/r$np.txt" && cmp -s "$out/one.hpp" "$out/r$np.hpp" || { same="DIFFERENT"; status=1; }
   printf '%-28s %8.1f s  %.2fx  %s; rules %s; per-rank s: %s\n' "tsopt-gen-mpi, $np rank(s)" "$wall" \

@@ -1,6 +1,7 @@
 // The MPI ranks of tsopt-gen-mpi as a gen::process_team (docs/generator.md,
-// "On MPI"). Only the calling (main) thread talks to MPI: the verification's
-// worker threads compute between exchanges, so MPI_THREAD_FUNNELED suffices.
+// "On MPI"). The main thread makes the exchanges; the verification's worker
+// threads draw candidates from a counter, one at a time under the driver's
+// lock and never beside an exchange: MPI_THREAD_SERIALIZED.
 #pragma once
 
 #include <mpi.h>
@@ -24,11 +25,11 @@ public:
     // MPI_Init_thread; the destructor finalizes.
     mpi_team(int* argc, char*** argv) {
         int provided = 0;
-        MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-        if (provided < MPI_THREAD_FUNNELED) {
+        MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+        if (provided < MPI_THREAD_SERIALIZED) {
             finalize();
             throw error("MPI provides thread level " + std::to_string(provided) +
-                        ", tsopt-gen-mpi needs MPI_THREAD_FUNNELED (worker threads beside MPI calls on the main thread)");
+                        ", tsopt-gen-mpi needs MPI_THREAD_SERIALIZED (worker threads draw work, one at a time)");
         }
         // Errors come back as codes, named in a tsopt::error, instead of aborting inside MPI.
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
