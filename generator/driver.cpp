@@ -472,7 +472,7 @@ run_result run(const run_config& c) {
         double busy = 0;           // this process's seconds in its shares of the passes
         std::size_t first_pass_here = 0;  // candidates this process took in pass 1
         // Test hook (tests/generator/mpi_test.sh): the process of this rank
-        // spends 5 ms more on each candidate of pass 1, as a slower machine
+        // spends 20 ms more on each candidate of pass 1, as a slower machine
         // or a run of harder candidates would, so that a test can see the
         // others take its share.
         const char* slow_rank = std::getenv("TSOPT_GEN_TEST_SLOW_RANK");
@@ -739,7 +739,7 @@ run_result run(const run_config& c) {
                                 for (std::size_t k; (k = next_k()) < chunk_end;) {
                                     std::size_t i = order[k];
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
-                                    if (slow_here) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                    if (slow_here) std::this_thread::sleep_for(std::chrono::milliseconds(20));
                                     bool derived = false;
                                     if (c.derive) {
                                         auto d0 = std::chrono::steady_clock::now();

@@ -65,7 +65,7 @@ single reuse --threads 2 --reuse-solver
 ranks reuse2 2 --threads 1 --reuse-solver
 same reuse reuse2 "--reuse-solver: 2 ranks x 1 thread vs 1 process x 2 threads"
 # The verification's candidates are drawn from a shared counter, not dealt
-# by position: with rank 0 slowed (TSOPT_GEN_TEST_SLOW_RANK: 5 ms more per
+# by position: with rank 0 slowed (TSOPT_GEN_TEST_SLOW_RANK: 20 ms more per
 # derivation) rank 1 derives more of them than rank 0, and the listing is
 # still the single-process one. Dealt by position each would take half.
 export TSOPT_GEN_TEST_SLOW_RANK=0
