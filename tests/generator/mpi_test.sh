@@ -6,8 +6,9 @@
 # 3 ranks (oversubscribed on this machine), 2 ranks of 2 threads, and 2
 # ranks over 2 fingerprint partitions, against tsopt-gen with 1 thread, and
 # --reuse-solver at 2 ranks x 1 thread against 1 process x 2 threads (the
-# queries are dealt to the same workers). A failure on one rank ends every
-# rank with the error, and no listing is written.
+# queries are dealt to the same workers); with one rank slowed, the other
+# draws more of the verification's candidates. A failure on one rank ends
+# every rank with the error, and no listing is written.
 # usage: mpi_test.sh TSOPT_GEN TSOPT_GEN_MPI MPIRUN
 gen="$1"; genmpi="$2"; mpirun="$3"
 dir=$(mktemp -d) || exit 1
