@@ -832,13 +832,18 @@ run_result run(const run_config& c) {
                 return mine;
             };
             auto of_order = [&](std::size_t k) { return order[k]; };
+            // The ids of the positions [b, e) this process took in a pass:
+            // those it drew, or its share.
+            auto took = [&](std::size_t b, std::size_t e, auto&& at) {
+                if (!positions) return share(b, e, at);
+                return end_of_draws(e - b, [&](std::size_t k) { return at(b + k); });
+            };
             for (std::size_t b = resume_at; b < ps.size() && !failed; b = chunk_end) {
                 chunk_begin = b;
                 chunk_end = std::min(ps.size(), b + chunk);
                 next = 0;
                 timed([&] { run_pass(1); });
-                auto first_pass = positions ? end_of_draws(chunk_end - b, [&](std::size_t k) { return order[b + k]; })
-                                            : share(b, chunk_end, of_order);
+                auto first_pass = took(b, chunk_end, of_order);
                 first_pass_here += first_pass.size();
                 if (!exchange(first_pass)) break;
                 pending.clear();
@@ -924,9 +929,7 @@ run_result run(const run_config& c) {
                         for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
                         work();
                     });
-                    if (!exchange(positions ? end_of_draws(fe - fb, [&](std::size_t k) { return fin.left[fb + k]; })
-                                            : share(fb, fe, of_left)))
-                        break;
+                    if (!exchange(took(fb, fe, of_left))) break;
                     fin.at = fb = fe;
                     fin.done = fe == fin.left.size();
                     rep.update("final derivation pass over the " + std::to_string(fin.left.size()) + " Z3 non-proofs (" +
