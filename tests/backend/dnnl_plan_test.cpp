@@ -989,6 +989,55 @@ TEST_CASE("dnnl: elementwise operators after an elementwise operator run as its 
     CHECK(b.stats(r).primitives == 2);
 }
 
+TEST_CASE("dnnl: a negation read only by a sum runs inside it as a subtraction") {
+    // An SRU cell (zoo/rnntc.hpp) as its model writes subtraction: c - u_x
+    // and tanh(c) - x as sums with a smul by -1 of a product's slice and of
+    // the input, which have no producer whose primitive could run them.
+    backend::dnnl b({.persist = false});
+    std::mt19937_64 rng(29);
+    graph g;
+    auto x = g.input("x", {4, 64}), c = g.input("c", {4, 64});
+    auto neg = g.weight("minus_one", tensor<float>({1}, {-1.f}));
+    auto u = g.matmul(x, g.weight("w", {64, 192}, rng));
+    auto [ux, rest] = g.split(1, 64, u);
+    auto [uf, ur] = g.split(1, 64, rest);
+    auto f = g.sigmoid(g.ewadd(uf, g.weight("bf", {64}, rng)));
+    auto r = g.sigmoid(g.ewadd(ur, g.weight("br", {64}, rng)));
+    auto d = g.ewadd(c, g.smul(ux, neg));            // c - u_x: a step of its own
+    auto c1 = g.ewadd(ux, g.ewmul(f, d));
+    auto e = g.ewadd(g.smul(x, neg), g.tanh(c1));     // -x + tanh(c1): the negation first
+    auto h = g.ewadd(x, g.ewmul(r, e));
+    auto s = g.ewadd(g.ewmul(h, c1), g.smul(c, neg)); // h * c1 - c: a post-op of the product
+    g.mark_output(h);
+    g.mark_output(c1);
+    g.mark_output(s);
+    check_against_reference(g, 1e-5, 3, &b);
+    auto smul_steps = [&](const graph& gr) {
+        const auto p = b.compile(gr);  // held: the steps belong to it
+        int n = 0;
+        for (const auto& st : p->steps) n += st.node >= 0 && gr.nodes[static_cast<std::size_t>(st.node)].is_op(spec::op_kind::smul);
+        return n;
+    };
+    CHECK(smul_steps(g) == 0);
+    const auto st = b.stats(g);
+    CHECK(st.fallbacks == 0);
+    CHECK(st.fused_ops >= 3);  // the three negations, at least
+
+    // Negations that stay steps: one the graph outputs, one beside a
+    // broadcast operand (binary_sub broadcasts only its second source), and
+    // of -a + -b the second.
+    graph k;
+    auto a = k.input("a", {4, 64}), bb = k.input("b", {4, 64});
+    auto m1 = k.weight("minus_one", tensor<float>({1}, {-1.f}));
+    auto na = k.smul(a, m1);
+    k.mark_output(na);
+    k.mark_output(k.ewadd(k.weight("bias", {64}, rng), k.smul(bb, m1)));
+    k.mark_output(k.ewadd(k.smul(a, m1), k.smul(bb, m1)));
+    check_against_reference(k, 1e-5, 4, &b);
+    CHECK(smul_steps(k) == 3);
+    CHECK(b.stats(k).fallbacks == 0);
+}
+
 TEST_CASE("dnnl: a constant matmul weight lies where gemm:jit reads it fastest, computing the same") {
     // [rows, 1024] x [1024, 1024]: rows 4 KiB apart (backend/dnnl/matmul.hpp,
     // gemm_weight_placement): 16 bytes into a cache line for 128 rows, on a

@@ -2,8 +2,9 @@
 // ewadd / ewmul as oneDNN binary with numpy broadcasting. oneDNN's
 // binary broadcasts only the second source, so the full-size operand goes first
 // (add and mul commute); when both operands broadcast (e.g. [3,1] + [1,4])
-// the lowering refuses and the node falls back to the reference. smul by a
-// run-time scalar is a binary multiply by a [1,..,1] tensor. batchnorm
+// the lowering refuses and the node falls back to the reference. A sum of a
+// negation left to it (eltwise.hpp, leave_negation_to_sum) is binary_sub.
+// smul by a run-time scalar is a binary multiply by a [1,..,1] tensor. batchnorm
 // (x * scale[c] + shift[c]) is a binary multiply with a fused binary-add
 // post-op in the input's layout; where that has only oneDNN's reference
 // kernel, oneDNN batch normalization with global stats mean = 0, variance =
@@ -31,13 +32,22 @@ inline tref binary_step(lowering& L, std::size_t i, dn::algorithm alg, const tre
 
 inline void lower_binary(lowering& L, std::size_t i) {
     const node& n = L.at(i);
-    const auto alg = n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul;
+    auto alg = n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul;
     dims od = L.out_dims(i);
     int s0 = 0, s1 = 1;
-    if (pad_front(L.in_dims(i, 0), od.size()) != od) std::swap(s0, s1);
+    // a + (-x) with the negation left to this sum: a - x, x second (the
+    // other operand is full-size: leave_negation_to_sum).
+    std::optional<std::size_t> negation;
+    for (int s = 0; s < 2 && n.is_op(spec::op_kind::ewadd) && !negation; ++s)
+        if ((negation = L.negation(i, s))) {
+            s1 = s;
+            s0 = 1 - s;
+            alg = dn::algorithm::binary_sub;
+        }
+    if (!negation && pad_front(L.in_dims(i, 0), od.size()) != od) std::swap(s0, s1);
     dims d0 = pad_front(L.in_dims(i, s0), od.size()), d1 = pad_front(L.in_dims(i, s1), od.size());
     if (d0 != od) throw refused("both operands broadcast, which oneDNN binary does not support");
-    const char* what = n.is_op(spec::op_kind::ewadd) ? "add" : "mul";
+    const char* what = negation ? "sub" : n.is_op(spec::op_kind::ewadd) ? "add" : "mul";
     // First in the layout the full operand has; if oneDNN refuses that with a
     // broadcast operand, or has only its reference kernel for it (a [C,1,1]
     // bias over a blocked nChw16c tensor: ~100x slower than row-major),
@@ -47,10 +57,11 @@ inline void lower_binary(lowering& L, std::size_t i) {
         try {
             tref a = L.in(i, s0);
             if (a.md.get_dims() != od || !keep_layout) a = L.plain(a, od, i);
-            tref b = L.in(i, s1);
+            tref b = negation ? L.in(*negation, 0) : L.in(i, s1);
             if (d1 == od) b = L.convert(b.md.get_dims() == od ? b : L.plain(b, od, i), a.md, i);
             else b = L.plain(b, d1, i);
             L.set(i, 0, binary_step(L, i, alg, a, b, what, keep_layout, true));
+            if (negation) L.fuse(*negation, i);
             return;
         } catch (const dn::error&) {
             if (!keep_layout) throw;

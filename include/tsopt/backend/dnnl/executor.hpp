@@ -83,6 +83,7 @@ inline void lower_node(lowering& L, std::size_t i) {
             case K::ewadd:
             case K::ewmul: return lower_binary(L, i);
             case K::smul:
+                if (leave_negation_to_sum(L, i)) return;
                 if (!lower_smul_constant(L, i)) lower_smul_runtime(L, i);
                 return;
             case K::batchnorm: return lower_batchnorm(L, i);
@@ -102,9 +103,11 @@ inline void lower_node(lowering& L, std::size_t i) {
         }
     } catch (const dn::error& e) {
         L.rollback(m, i);
+        compute_left_negations(L, i);
         L.fallback(i, std::string("oneDNN refused this configuration (") + e.what() + ")");
     } catch (const refused& e) {
         L.rollback(m, i);
+        compute_left_negations(L, i);
         L.fallback(i, e.what());
     }
 }

@@ -95,8 +95,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // convolutions below 512 channels in jit_dw instead of brdgmm_dw, a 1x1
 // pooling window (with a pad and crops before it) as a strided copy, an
 // unread split part not copied; 22: explicit layout conversions left to
-// their readers, backend/arena.hpp bypass_layout_conversions).
-inline constexpr int lowering_revision = 22;
+// their readers, backend/arena.hpp bypass_layout_conversions; 23: a
+// negation read once by a sum left to it, which subtracts).
+inline constexpr int lowering_revision = 23;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -398,13 +399,16 @@ public:
     std::vector<std::vector<std::shared_ptr<const tensor<float>>>> cvals;  // folded constants
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> consumers;  // g.consumers()
     std::vector<bool> absorbed;  // runs as a post-op of an earlier node's primitive: nothing to lower
+    // A smul by -1 left to the sum that reads it, which subtracts its
+    // operand instead (eltwise.hpp, leave_negation_to_sum): no value of its own.
+    std::vector<bool> negated;
     shared_conversions* shared = nullptr;  // the backend's, when it has one
     lowering_options options;
 
     lowering(plan& pl, const graph& gr, const opaque_map& op, const opaque_lowering_map& nat, const opaque_eltwise_map& elt,
              shared_conversions* sh = nullptr, lowering_options o = {})
         : p(pl), g(gr), opaque(op), native(nat), elementwise(elt), constant(gr.constant_mask()), vals(gr.size()), cvals(gr.size()),
-          consumers(gr.consumers()), absorbed(gr.size(), false), shared(sh), options(o) {}
+          consumers(gr.consumers()), absorbed(gr.size(), false), negated(gr.size(), false), shared(sh), options(o) {}
 
     // Node `into` runs node `n` inside its primitive; n's value is `r`.
     void absorb(std::size_t n, std::size_t into, const tref& r) {
@@ -451,6 +455,11 @@ public:
         value v = g.nodes[i].inputs[static_cast<std::size_t>(slot)];
         const auto& o = vals[static_cast<std::size_t>(v.node)];
         return static_cast<std::size_t>(v.output) < o.size() && o[static_cast<std::size_t>(v.output)].buf >= 0;
+    }
+    // The negation node i's input `slot` is, where it was left to i.
+    std::optional<std::size_t> negation(std::size_t i, int slot) const {
+        const auto p = static_cast<std::size_t>(g.nodes[i].inputs[static_cast<std::size_t>(slot)].node);
+        return negated[p] ? std::optional<std::size_t>(p) : std::nullopt;
     }
     bool is_const(std::size_t i, int slot) const {
         return constant[static_cast<std::size_t>(g.nodes[i].inputs[static_cast<std::size_t>(slot)].node)];

@@ -18,8 +18,9 @@
 // After an elementwise operator (add, multiply, relu / sigmoid / tanh, smul
 // by a constant) the same kind of chain runs as its post-ops, with adds and
 // multiplies by any tensor computed earlier (full-size or broadcast, not
-// only constants): an RNN cell's gates, tens of tiny operators per time
-// step, become a few primitives (fused_elementwise).
+// only constants), and subtractions of one whose negation was left to the
+// sum (eltwise.hpp, leave_negation_to_sum): an RNN cell's gates, tens of
+// tiny operators per time step, become a few primitives (fused_elementwise).
 #include "tsopt/backend/dnnl/plan.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -152,9 +153,11 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
         } else if (runtime_operands && (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
                    n.inputs[0] != n.inputs[1]) {
             const int other = slot == 0 ? 1 : 0;
-            if (!L.lowered(nx, other)) break;
+            // A negation left to this sum: the post-op subtracts its operand.
+            const auto negation = n.is_op(spec::op_kind::ewadd) ? L.negation(nx, other) : std::nullopt;
+            if (!negation && !L.lowered(nx, other)) break;
             const dims full = L.out_dims(nx), od = pad_front(L.in_dims(nx, other), full.size());
-            tref b = L.in(nx, other);
+            tref b = negation ? L.in(*negation, 0) : L.in(nx, other);
             bool broadcasts = od.size() == full.size();
             for (std::size_t d = 0; broadcasts && d < od.size(); ++d) broadcasts = od[d] == full[d] || od[d] == 1;
             if (!broadcasts) break;
@@ -162,7 +165,10 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
                 if (!is_plain(b.md)) break;
                 b = b.as(plain_md(od));
             }
-            c.ops.push_back({n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add : dn::algorithm::binary_mul, b});
+            c.ops.push_back({negation ? dn::algorithm::binary_sub
+                             : n.is_op(spec::op_kind::ewadd) ? dn::algorithm::binary_add
+                                                             : dn::algorithm::binary_mul,
+                             b});
             c.kinds.push_back(post_chain::kind::binary);
         } else if ((binary || (bias && c.nodes.empty() && n.is_op(spec::op_kind::ewadd))) &&
                    (n.is_op(spec::op_kind::ewadd) || n.is_op(spec::op_kind::ewmul)) && n.inputs.size() == 2 &&
@@ -197,6 +203,9 @@ inline void absorb_chain(lowering& L, const post_chain& c, std::size_t i, const 
     for (std::size_t k = 0; k < c.nodes.size(); ++k) {
         L.absorb(c.nodes[k], i, y);
         for (std::size_t n : c.covered[k]) L.absorb(n, i, y);
+        if (c.kinds[k] == post_chain::kind::binary)
+            for (int s = 0; s < 2; ++s)
+                if (auto negation = L.negation(c.nodes[k], s)) L.fuse(*negation, i);
     }
 }
 
