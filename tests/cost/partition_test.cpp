@@ -254,6 +254,42 @@ TEST_CASE("extract + stitch: optimized parts stitched back compute the same func
     CHECK(relative_error(got[0], want[0]) < 1e-5);
 }
 
+TEST_CASE("stitch: nodes the parts made are named apart from the graph's and from each other's") {
+    // Two parts reading one value each put a node before their operator and
+    // name it `<value>/to_nhwc`, as rewrite::explicit_conversions names a
+    // conversion, and one names its operator as a node the graph keeps.
+    // Stitched, every name is one node's (the ONNX written from such a
+    // result had two nodes of one name, which ONNX Runtime refuses).
+    graph g;
+    auto x = g.input("x", {1, 4, 6, 6});
+    auto r = g.relu(x, "r");
+    auto a = g.sigmoid(r, "a");
+    auto b = g.tanh(r, "b");
+    auto c = g.relu(b, "c");
+    g.mark_output(a);
+    g.mark_output(c);
+    const std::vector<std::size_t> only_a{static_cast<std::size_t>(a.node)}, only_b{static_cast<std::size_t>(b.node)};
+    auto pa = search::extract(g, only_a), pb = search::extract(g, only_b);
+    // relu(r) == r, as r is a relu's output: the parts compute what they replace.
+    graph oa, ob;
+    oa.mark_output(oa.sigmoid(oa.relu(oa.input("r", {1, 4, 6, 6}), "r/to_nhwc"), "a"));
+    ob.mark_output(ob.tanh(ob.relu(ob.input("r", {1, 4, 6, 6}), "r/to_nhwc"), "c"));
+    std::vector<search::replacement> reps;
+    reps.push_back({&pa, &oa});
+    reps.push_back({&pb, &ob});
+    graph back = search::stitch(g, reps);
+    std::set<std::string> names;
+    for (const node& n : back.nodes) CHECK_MESSAGE(names.insert(n.name).second, "two nodes named " << n.name);
+    CHECK(names.count("r/to_nhwc") == 1);
+    CHECK(names.count("r/to_nhwc#2") == 1);
+    CHECK(names.count("c#2") == 1);
+    backend::reference ref;
+    auto in = backend::random_inputs(g, 7);
+    auto want = ref.execute(g, in), got = ref.execute(back, in);
+    CHECK(relative_error(got[0], want[0]) < 1e-6);
+    CHECK(relative_error(got[1], want[1]) < 1e-6);
+}
+
 TEST_CASE("extract + stitch: boundary values, multiple outputs and mismatches") {
     std::mt19937_64 rng(3);
     graph g;

@@ -964,6 +964,25 @@ TEST_CASE("export: a graph input or initializer that is also an output keeps its
     for (int k = 0; k < 4; ++k) CHECK(again.graph().output(k).name() == m.graph().output(k).name());
 }
 
+TEST_CASE("export: node names are unique even where the graph's are not (ONNX Runtime refuses duplicates)") {
+    // A graph built with one name twice, and a layout pair named after a
+    // node whose name another node already has: every ONNX node named apart.
+    graph g;
+    value x = g.input("x", {1, 4, 5, 5});
+    std::mt19937_64 rng(5);
+    value a = g.relu(x, "twice");
+    value b = g.sigmoid(a, "twice");
+    value c = g.conv2d(b, g.weight("w", {4, 4, 1, 1}, rng), {}, "c");
+    g.nodes[static_cast<std::size_t>(c.node)].out_layout = spec::layout::nhwc;
+    g.mark_output(g.tanh(c, "c/nhwc"));
+    auto m = ox::to_proto(g);
+    std::set<std::string> names;
+    for (const auto& n : m.graph().node()) CHECK_MESSAGE(names.insert(n.name()).second, "node name written twice: " << n.name());
+    CHECK(names.count("twice") == 1);
+    CHECK(names.count("twice_1") == 1);
+    CHECK(max_error(g, ox::import_model(m.SerializeAsString()).graph) == 0);
+}
+
 TEST_CASE("round trip: every zoo model at test size (export -> import -> equal outputs)") {
     for (const auto& zm : zoo::models()) {
         CAPTURE(zm.name);

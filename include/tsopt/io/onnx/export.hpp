@@ -129,6 +129,7 @@ private:
     pb::GraphProto* gp_ = nullptr;
     std::vector<std::vector<std::string>> names_;
     std::set<std::string> used_;
+    std::set<std::string> node_names_;  // a namespace of their own in ONNX
     std::map<std::size_t, std::vector<tensor<float>>> folded_;
     // conv2d node -> the ewadd that adds its bias, and the bias as ONNX's B ([C]).
     struct conv_bias {
@@ -228,10 +229,15 @@ private:
         fill_tensor(*gp_->add_initializer(), nm, t);
         return nm;
     }
+    // Node names are made unique too: ONNX Runtime refuses a model with two
+    // nodes of one name, and a graph may hold two (built so by a user, or
+    // stitched from parts that each named a conversion `<x>/to_nhwc`).
     pb::NodeProto* add_node(const std::string& type, const std::string& node_name) {
         auto* nd = gp_->add_node();
         nd->set_op_type(type);
-        nd->set_name(node_name);
+        std::string nm = node_name;
+        for (int k = 1; !node_names_.insert(nm).second; ++k) nm = node_name + "_" + std::to_string(k);
+        nd->set_name(nm);
         return nd;
     }
     static void ints(pb::NodeProto* nd, const char* nm, std::vector<std::int64_t> v) {
