@@ -219,7 +219,8 @@ def markdown(rows, args):
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["optimize_exit"] != 0:
-            out.append(f"| {r['model']} | {r['threads']} | exit {r['optimize_exit']}: {' '.join(r.get('error', []))} "
+            what = f"exit {r['optimize_exit']}" if r["optimize_exit"] > 0 else "failed"
+            out.append(f"| {r['model']} | {r['threads']} | {what}: {' '.join(r.get('error', []))} "
                        "| – | – | – | – | – | – | – | – | – | – | – |")
             continue
         device = "" if r.get("device_error") is None else f"; tsopt {r['device_error']:.1e}"
@@ -273,10 +274,15 @@ def main():
         for i, m in enumerate(models):
             for t in threads:
                 log(f"[{i + 1}/{len(models)}] {m.stem}, {t} thread(s)")
+                # One model's failure (a runtime refusing tsopt's output, a
+                # probe failing) is its row's, not the whole run's: the
+                # others are still timed, and the exit status says it.
                 try:
                     rows.append(run_model(args, m.stem, m, t, Path(tmp)))
-                except RuntimeError as e:
-                    rows.append({"model": m.stem, "threads": t, "optimize_exit": -1, "error": [str(e)]})
+                except Exception as e:  # noqa: BLE001 - onnxruntime and openvino raise their own types
+                    msg = f"{type(e).__name__}: {e}".strip().splitlines()[-1][:400]
+                    log(f"  {m.stem} t={t}: {msg}")
+                    rows.append({"model": m.stem, "threads": t, "optimize_exit": -1, "error": [msg]})
     table = markdown(rows, args)
     print(table)
     ok = [r for r in rows if r["optimize_exit"] == 0]
