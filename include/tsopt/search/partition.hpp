@@ -441,22 +441,20 @@ inline graph stitch(const graph& whole, std::span<const replacement> reps) {
     std::map<value, value> redirect;  // value (in r) -> the value now computing it (in r)
     std::vector<char> replaced(whole.size(), 0);
     for (std::size_t ri = 0; ri < reps.size(); ++ri)
-        for (std::size_t v : reps[ri].part->nodes)
-            if (v < whole.size()) replaced[v] = 1;
-    // Names of the nodes the result keeps, so the parts' nodes are named apart from them.
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < whole.size(); ++i)
-        if (!replaced[i]) names.insert(whole.nodes[i].name);
-    std::fill(replaced.begin(), replaced.end(), 0);
-    for (std::size_t ri = 0; ri < reps.size(); ++ri) {
-        const subgraph& part = *reps[ri].part;
-        const graph& opt = *reps[ri].optimized;
-        const std::string which = "stitch: part " + std::to_string(ri);
-        for (std::size_t v : part.nodes) {
+        for (std::size_t v : reps[ri].part->nodes) {
+            const std::string which = "stitch: part " + std::to_string(ri);
             if (v >= whole.size()) throw error(which + " names node " + std::to_string(v) + " outside the graph");
             if (replaced[v]) throw error(which + " overlaps another part at " + whole.nodes[v].describe());
             replaced[v] = 1;
         }
+    // Names of the nodes the result keeps, so the parts' nodes are named apart from them.
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < whole.size(); ++i)
+        if (!replaced[i]) names.insert(whole.nodes[i].name);
+    for (std::size_t ri = 0; ri < reps.size(); ++ri) {
+        const subgraph& part = *reps[ri].part;
+        const graph& opt = *reps[ri].optimized;
+        const std::string which = "stitch: part " + std::to_string(ri);
         if (opt.outputs.size() != part.outputs_to.size())
             throw error(which + ": the optimized graph has " + std::to_string(opt.outputs.size()) + " outputs, the part " +
                         std::to_string(part.outputs_to.size()));
@@ -489,8 +487,10 @@ inline graph stitch(const graph& whole, std::span<const replacement> reps) {
             for (value& v : n.inputs) v = translate(v);
             // A name the part made (a conversion `<x>/to_nhwc`, a rule's new
             // node) may be one the graph or an earlier part already holds.
-            if (n.kind != node_kind::input) n.name = unused_name(n.name, [&](const std::string& x) { return names.count(x) > 0; });
-            names.insert(n.name);
+            if (n.kind != node_kind::input) {
+                n.name = unused_name(n.name, [&](const std::string& x) { return names.count(x) > 0; });
+                names.insert(n.name);
+            }
             r.nodes.push_back(std::move(n));  // inputs become dead placeholders, dropped by compaction
         }
         for (std::size_t k = 0; k < opt.outputs.size(); ++k) {

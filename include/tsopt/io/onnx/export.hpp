@@ -194,12 +194,13 @@ private:
         used_.insert(s);
         return s;
     }
-    std::string unique(std::string base) {
-        if (base.empty()) base = "t";
-        if (!used_.count(base)) return claim(base);
-        for (int k = 1;; ++k)
-            if (!used_.count(base + "_" + std::to_string(k))) return claim(base + "_" + std::to_string(k));
+    // `base`, else the first of base_1, base_2, ... not in `used`, claimed.
+    static std::string unique_in(std::set<std::string>& used, const std::string& base) {
+        std::string nm = base;
+        for (int k = 1; !used.insert(nm).second; ++k) nm = base + "_" + std::to_string(k);
+        return nm;
     }
+    std::string unique(const std::string& base) { return unique_in(used_, base.empty() ? "t" : base); }
     std::string claim_or_unique(const std::string& s) { return unique(s); }
     // Tensor name of a value, assigned on first use.
     const std::string& tensor_name(value v) {
@@ -235,9 +236,7 @@ private:
     pb::NodeProto* add_node(const std::string& type, const std::string& node_name) {
         auto* nd = gp_->add_node();
         nd->set_op_type(type);
-        std::string nm = node_name;
-        for (int k = 1; !node_names_.insert(nm).second; ++k) nm = node_name + "_" + std::to_string(k);
-        nd->set_name(nm);
+        nd->set_name(unique_in(node_names_, node_name));
         return nd;
     }
     static void ints(pb::NodeProto* nd, const char* nm, std::vector<std::int64_t> v) {
