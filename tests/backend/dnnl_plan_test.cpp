@@ -738,6 +738,70 @@ TEST_CASE("dnnl: a conv's add of a full-size tensor computed before it accumulat
     }
 }
 
+TEST_CASE("dnnl: each operator runs after what it reads, and a conv after the operand its sum post-op adds") {
+    std::mt19937_64 rng(33);
+    backend::dnnl b({.persist = false});
+    auto step_nodes = [&](const graph& g) {  // the node of each step, a node's consecutive steps once
+        const auto p = b.compile(g);            // held: the steps belong to it
+        std::vector<std::int32_t> nodes;
+        for (const auto& st : p->steps)
+            if (nodes.empty() || nodes.back() != st.node) nodes.push_back(st.node);
+        return nodes;
+    };
+    SUBCASE("a convolution whose weight a rewrite appended runs right after its input's producer") {
+        // NASNet's separable convolutions once batch-norm folding replaced
+        // the pointwise weights (appended after every operator): the order
+        // over the node list ran every depthwise convolution of the cell,
+        // then the pointwise ones, their inputs gone from the caches.
+        graph g;
+        auto x = g.input("x", {1, 16, 12, 12});
+        std::vector<value> dw, pw;
+        for (int k = 0; k < 3; ++k) {
+            const std::string s = std::to_string(k);
+            dw.push_back(g.conv2d(x, g.weight("dw" + s, {16, 1, 3, 3}, rng), {.pad = same}));
+            pw.push_back(g.conv2d(dw.back(), g.weight("pw" + s, {16, 16, 1, 1}, rng)));
+        }
+        g.mark_output(g.concat(1, pw));
+        for (std::size_t k = 0; k < 3; ++k)
+            g.nodes[static_cast<std::size_t>(pw[k].node)].inputs[1] = g.weight("folded" + std::to_string(k), {16, 16, 1, 1}, rng);
+        check_against_reference(g, 1e-4, 1, &b);
+        const auto nodes = step_nodes(g);
+        for (std::size_t k = 0; k < 3; ++k) {
+            CAPTURE(k);
+            const auto d = std::find(nodes.begin(), nodes.end(), dw[k].node);
+            REQUIRE(d != nodes.end());
+            REQUIRE(d + 1 != nodes.end());
+            CHECK(d[1] == pw[k].node);
+        }
+    }
+    SUBCASE("a conv whose residual is a concat of other branches waits for it") {
+        // The conv comes first in the node list and in Kahn's order; lowered
+        // before the concat (which takes no post-ops), its add was a step.
+        graph g;
+        auto x = g.input("x", {1, 16, 10, 10});
+        auto c = g.conv2d(x, g.weight("wc", {16, 16, 3, 3}, rng), {.pad = same});
+        auto half = [&](const char* w) { return g.conv2d(x, g.weight(w, {8, 16, 1, 1}, rng)); };
+        auto add = g.ewadd(c, g.concat(1, {half("wp"), half("wq")}));
+        g.mark_output(g.relu(add));
+        check_against_reference(g, 1e-4, 2, &b);
+        CHECK(fused_adds(b, g) == std::vector<std::int32_t>{add.node});
+    }
+    SUBCASE("... and for the residual's other readers, so it accumulates into its buffer") {
+        // A NASNet cell adds its input to a separable branch that the input
+        // also feeds, and pools it: the add accumulates into the input's
+        // buffer only once the pool has read it.
+        graph g;
+        auto x = g.input("x", {1, 16, 10, 10});
+        auto in = g.conv2d(x, g.weight("win", {16, 16, 1, 1}, rng));
+        auto branch = g.conv2d(g.conv2d(in, g.weight("wd", {16, 1, 3, 3}, rng), {.pad = same}), g.weight("wpw", {16, 16, 1, 1}, rng));
+        auto add = g.ewadd(branch, in);
+        auto pooled = g.avgpool(in, {.kernel = 3, .stride = 1});
+        g.mark_output(g.concat(1, {add, pooled}));
+        check_against_reference(g, 1e-4, 3, &b);
+        CHECK(fused_adds(b, g) == std::vector<std::int32_t>{add.node});
+    }
+}
+
 TEST_CASE("dnnl profile: one entry per plan step, on every operator that runs") {
     graph g = block();
     backend::dnnl b({.persist = false, .warmup = 1});

@@ -326,3 +326,90 @@ TEST_CASE("constant_mask, hashes, compacted and acyclic agree whether or not inp
     CHECK(cyclic.size() == rev.size());
     CHECK(cyclic.nodes[static_cast<std::size_t>(flip(m).node)].name == "mm");
 }
+
+// Three branches x -> d_k -> p_k whose p_k weights a rewrite replaced with
+// weights appended after every operator (as batch-norm folding does): Kahn's
+// order over the node list waits for each new weight where it lies and runs
+// d_1, d_2, d_3 before any p_k; the run order takes each p_k right after its
+// d_k, with the settled nodes (input, weights, a constant operator) first.
+TEST_CASE("run_order: an operator follows what it reads wherever its weights lie") {
+    graph g;
+    value x = g.input("x", shape{2, 2});
+    std::vector<value> d, p;
+    for (int k = 1; k <= 3; ++k) {
+        const std::string s = std::to_string(k);
+        value de = g.weight("we" + s, filled(shape{2, 2}, static_cast<float>(k)));
+        d.push_back(g.matmul(x, de, {}, "d" + s));
+        p.push_back(g.matmul(d.back(), g.weight("wl" + s, filled(shape{2, 2})), {}, "p" + s));
+    }
+    value wt = g.transpose(g.weight("wc", filled(shape{2, 2})), {1, 0}, "wt");
+    g.mark_output(g.ewadd(g.ewadd(g.ewadd(p[0], p[1], "s12"), p[2], "s123"), wt, "out"));
+    for (int k = 0; k < 3; ++k) {
+        value late = g.weight("late" + std::to_string(k + 1), filled(shape{2, 2}, 3.f));
+        g.nodes[static_cast<std::size_t>(p[static_cast<std::size_t>(k)].node)].inputs[1] = late;
+    }
+    g.validate();
+
+    std::vector<bool> settled = g.constant_mask();
+    settled[static_cast<std::size_t>(x.node)] = true;
+    const auto order = g.run_order(settled);
+    REQUIRE(order.size() == g.size());
+    std::vector<std::size_t> at(g.size());
+    for (std::size_t k = 0; k < order.size(); ++k) at[order[k]] = k;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        for (value v : g.nodes[i].inputs) CHECK(at[static_cast<std::size_t>(v.node)] < at[i]);
+    std::size_t settled_count = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) settled_count += settled[i];
+    for (std::size_t k = 0; k < order.size(); ++k) CHECK(settled[order[k]] == (k < settled_count));
+    for (std::size_t k = 0; k < 3; ++k) {
+        CAPTURE(k);
+        CHECK(at[static_cast<std::size_t>(p[k].node)] == at[static_cast<std::size_t>(d[k].node)] + 1);
+    }
+    // The order over the node list, for contrast: every d_k before p_1.
+    const auto kahn = g.topological_order();
+    std::vector<std::size_t> kat(g.size());
+    for (std::size_t k = 0; k < kahn.size(); ++k) kat[kahn[k]] = k;
+    CHECK(kat[static_cast<std::size_t>(d[2].node)] < kat[static_cast<std::size_t>(p[0].node)]);
+
+    CHECK_THROWS_WITH_AS(g.run_order(std::vector<bool>(2)), Contains("settled mask has the wrong size"), tsopt::error);
+    g.nodes[static_cast<std::size_t>(d[0].node)].inputs[0] = p[0];
+    CHECK_THROWS_WITH_AS(g.run_order(settled), Contains("graph has a cycle through"), tsopt::error);
+}
+
+TEST_CASE("run_order: an operator waits for the node it asks to follow, unless that node needs it") {
+    graph g;
+    value x = g.input("x", shape{2, 2});
+    value a = g.relu(x, "a");
+    value b2 = g.relu(g.relu(x, "b1"), "b2");
+    value out = g.ewadd(a, b2, "out");
+    g.mark_output(out);
+    std::vector<bool> settled(g.size(), false);
+    settled[static_cast<std::size_t>(x.node)] = true;
+    auto positions = [&](const std::vector<std::size_t>& order) {
+        REQUIRE(order.size() == g.size());
+        std::vector<std::size_t> at(g.size());
+        for (std::size_t k = 0; k < order.size(); ++k) at[order[k]] = k;
+        for (std::size_t i = 0; i < g.size(); ++i)
+            for (value v : g.nodes[i].inputs) CHECK(at[static_cast<std::size_t>(v.node)] < at[i]);
+        return at;
+    };
+    auto node = [](value v) { return static_cast<std::size_t>(v.node); };
+    // Without a rule a (the first reader of x) comes first.
+    CHECK(positions(g.run_order(settled))[node(a)] == 1);
+    // a asks to follow b2: put aside, then right after it.
+    std::size_t asked = 0;
+    auto after_b2 = g.run_order(settled, [&](std::size_t i, const std::vector<bool>& placed) -> std::optional<std::size_t> {
+        if (i != node(a)) return std::nullopt;
+        ++asked;
+        CHECK(placed[node(x)]);
+        return node(b2);
+    });
+    auto at = positions(after_b2);
+    CHECK(at[node(a)] == at[node(b2)] + 1);
+    CHECK(asked == 2);  // once put aside, once when b2 was placed
+    // a asks to follow what reads it: released once nothing else is ready.
+    at = positions(g.run_order(settled, [&](std::size_t i, const std::vector<bool>&) -> std::optional<std::size_t> {
+        return i == node(a) ? std::optional(node(out)) : std::nullopt;
+    }));
+    CHECK(at[node(a)] == at[node(b2)] + 1);
+}

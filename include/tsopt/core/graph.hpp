@@ -283,15 +283,26 @@ public:
     }
 
     // Kahn's algorithm; throws naming a node on a cycle.
-    std::vector<std::size_t> topological_order() const {
-        auto order = kahn_order();
-        if (order.size() != nodes.size()) {
-            std::vector<bool> placed(nodes.size(), false);
-            for (std::size_t i : order) placed[i] = true;
-            for (std::size_t i = 0; i < nodes.size(); ++i)
-                if (!placed[i]) throw error("graph has a cycle through " + nodes[i].describe());
-        }
-        return order;
+    std::vector<std::size_t> topological_order() const { return placed_all(kahn_order()); }
+
+    // The order a backend runs operators in: the nodes of `settled` first
+    // (the graph's inputs, weights and what is computed from weights alone:
+    // there before the first operator runs; closed under inputs), then the
+    // others as Kahn's stack takes them with every settled node done.
+    // topological_order() waits for each weight where it lies in the node
+    // list, so an operator reading a weight a rewrite appended (a folded
+    // batch norm) ran only after every operator needing no such weight:
+    // breadth first, its input long gone from the caches. Here an operator
+    // follows the one whose output it reads, depth first, wherever its
+    // weights lie.
+    // `waits_for(i, placed)`: a node i would rather follow, if any (a
+    // backend's step for i fuses an operator reading that node's output only
+    // when it is there). i is then put aside until that node is placed, or
+    // until nothing else is ready.
+    using waiting_rule = std::function<std::optional<std::size_t>(std::size_t, const std::vector<bool>& placed)>;
+    std::vector<std::size_t> run_order(const std::vector<bool>& settled, const waiting_rule& waits_for = {}) const {
+        if (settled.size() != nodes.size()) throw error("run_order: the settled mask has the wrong size");
+        return placed_all(kahn_order(&settled, waits_for ? &waits_for : nullptr));
     }
     bool acyclic() const { return kahn_order().size() == nodes.size(); }
 
@@ -422,10 +433,24 @@ public:
     }
 
 private:
+    // `order`, unless it left out a node: then the error names one on a cycle.
+    std::vector<std::size_t> placed_all(std::vector<std::size_t> order) const {
+        if (order.size() != nodes.size()) {
+            std::vector<bool> placed(nodes.size(), false);
+            for (std::size_t i : order) placed[i] = true;
+            for (std::size_t i = 0; i < nodes.size(); ++i)
+                if (!placed[i]) throw error("graph has a cycle through " + nodes[i].describe());
+        }
+        return order;
+    }
+
     // Kahn's algorithm over the consumer lists, held in one array (the pass
     // runs several times per candidate graph in a search: a vector per node
     // made it mostly allocation). Short of size() when there is a cycle.
-    std::vector<std::size_t> kahn_order() const {
+    // With `settled`: its nodes first, and an unsettled node waits only for
+    // its unsettled inputs; `waits_for` puts nodes aside (run_order).
+    std::vector<std::size_t> kahn_order(const std::vector<bool>* settled = nullptr,
+                                        const waiting_rule* waits_for = nullptr) const {
         const std::size_t n = nodes.size();
         std::vector<std::size_t> first(n + 1, 0);  // node i's consumers: cons[first[i], first[i+1])
         for (std::size_t i = 0; i < n; ++i)
@@ -438,20 +463,64 @@ private:
         std::vector<std::int32_t> cons(first[n]);
         std::vector<std::size_t> fill(first.begin(), first.end() - 1);
         std::vector<int> indeg(n, 0);
-        for (std::size_t i = 0; i < n; ++i) {
-            indeg[i] = static_cast<int>(nodes[i].inputs.size());
-            for (value v : nodes[i].inputs) cons[fill[static_cast<std::size_t>(v.node)]++] = static_cast<std::int32_t>(i);
-        }
+        auto counts = [&](std::size_t producer, std::size_t reader) {
+            return !settled || (*settled)[reader] || !(*settled)[producer];
+        };
+        for (std::size_t i = 0; i < n; ++i)
+            for (value v : nodes[i].inputs) {
+                const auto p = static_cast<std::size_t>(v.node);
+                cons[fill[p]++] = static_cast<std::int32_t>(i);
+                indeg[i] += counts(p, i);
+            }
         std::vector<std::size_t> order, ready;
         order.reserve(n);
-        for (std::size_t i = n; i-- > 0;)
-            if (indeg[i] == 0) ready.push_back(i);
-        while (!ready.empty()) {
-            std::size_t i = ready.back();
-            ready.pop_back();
-            order.push_back(i);
-            for (std::size_t k = first[i + 1]; k-- > first[i];)
-                if (--indeg[static_cast<std::size_t>(cons[k])] == 0) ready.push_back(static_cast<std::size_t>(cons[k]));
+        std::vector<bool> placed(waits_for ? n : 0, false), released(placed.size(), false);
+        std::vector<std::vector<std::size_t>> aside(placed.size());  // by the node they wait for
+        std::size_t aside_count = 0;
+        auto drain = [&] {
+            for (;;) {
+                if (ready.empty()) {
+                    if (aside_count == 0) return;
+                    // What waits for a node that cannot come first (it reads
+                    // their outputs) goes now, in a fixed order.
+                    for (std::size_t w = n; w-- > 0;)
+                        for (std::size_t i : aside[w]) {
+                            released[i] = true;
+                            ready.push_back(i);
+                        }
+                    for (auto& a : aside) a.clear();
+                    aside_count = 0;
+                }
+                std::size_t i = ready.back();
+                ready.pop_back();
+                if (waits_for && !released[i] && !(settled && (*settled)[i])) {
+                    if (auto w = (*waits_for)(i, placed); w && *w < n && !placed[*w]) {
+                        aside[*w].push_back(i);
+                        ++aside_count;
+                        continue;
+                    }
+                }
+                order.push_back(i);
+                for (std::size_t k = first[i + 1]; k-- > first[i];) {
+                    const auto c = static_cast<std::size_t>(cons[k]);
+                    if (counts(i, c) && --indeg[c] == 0) ready.push_back(c);
+                }
+                if (waits_for) {
+                    placed[i] = true;
+                    // Those that waited for i run right after it.
+                    for (std::size_t a : aside[i]) ready.push_back(a);
+                    aside_count -= aside[i].size();
+                    aside[i].clear();
+                }
+            }
+        };
+        // Settled nodes first (all of them when there is no mask), then the
+        // others whose inputs are all settled.
+        for (bool later : {false, true}) {
+            if (later && !settled) break;
+            for (std::size_t i = n; i-- > 0;)
+                if (indeg[i] == 0 && (!settled || (*settled)[i] != later)) ready.push_back(i);
+            drain();
         }
         return order;
     }

@@ -136,7 +136,14 @@ inline std::unique_ptr<plan> compile(const graph& given, const dn::engine& eng, 
             L.set(i, 0, L.constant_buffer(g.nodes[i].data));
         } else if (g.nodes[i].kind == node_kind::input)
             L.set(i, 0, L.fresh(plain_md(to_dims(g.nodes[i].shapes[0]))));
-    for (std::size_t i : g.topological_order()) {
+    // Constants and inputs first, then each operator after what it reads,
+    // and after the operands its post-op chain fuses (graph::run_order).
+    std::vector<bool> settled = L.constant;
+    for (value v : g.inputs()) settled[static_cast<std::size_t>(v.node)] = true;
+    const auto order = g.run_order(settled, [&](std::size_t i, const std::vector<bool>& placed) {
+        return live[i] ? chain_operand_awaited(L, i, placed) : std::nullopt;
+    });
+    for (std::size_t i : order) {
         const node& n = g.nodes[i];
         if (!live[i] || n.kind == node_kind::input) continue;
         if (n.kind == node_kind::weight) {

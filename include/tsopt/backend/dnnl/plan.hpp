@@ -96,8 +96,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // pooling window (with a pad and crops before it) as a strided copy, an
 // unread split part not copied; 22: explicit layout conversions left to
 // their readers, backend/arena.hpp bypass_layout_conversions; 23: a
-// negation read once by a sum left to it, which subtracts).
-inline constexpr int lowering_revision = 23;
+// negation read once by a sum left to it, which subtracts; 24: steps in
+// graph::run_order, a conv waiting for the operand its sum post-op adds).
+inline constexpr int lowering_revision = 24;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

@@ -198,6 +198,52 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
     return c;
 }
 
+// The operator whose output node i's step would like computed before it is
+// lowered: the other operand of the first add or multiply in the chain after
+// i that reads a value not yet placed (`placed`, compile's run order).
+// fusible_chain fuses such an add only when that operand is there, so the
+// run order puts i aside until it is (graph::run_order): a residual add
+// after a convolution then runs inside it whichever branch the order took
+// first.
+inline std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t i, const std::vector<bool>& placed) {
+    using K = spec::op_kind;
+    const node& head = L.at(i);
+    const bool chains = head.kind == node_kind::op
+                            ? head.is_op(K::conv2d) || head.is_op(K::matmul) || head.is_op(K::relu) || head.is_op(K::sigmoid) ||
+                                  head.is_op(K::tanh) || head.is_op(K::ewadd) || head.is_op(K::ewmul) || head.is_op(K::smul)
+                            : L.eltwise_of(i).has_value();
+    if (!chains || L.constant[i] || head.num_outputs() != 1) return std::nullopt;
+    std::size_t cur = i;
+    for (std::size_t k = 0; k < max_post_ops && L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur); ++k) {
+        const auto next = chain_reader(L, cur);
+        if (!next) break;
+        const auto [nx, slot] = *next;
+        const node& n = L.at(nx);
+        if ((n.kind != node_kind::op && n.kind != node_kind::opaque) || n.shapes[0] != head.shapes[0]) break;
+        cur = nx;
+        if (registered_type(n)) {
+            const auto form = slot == 0 ? L.eltwise_of(nx) : std::nullopt;
+            if (!form) break;
+            if (!form->covers.empty()) cur = form->covers.back();
+        } else if ((n.is_op(K::ewadd) || n.is_op(K::ewmul)) && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1]) {
+            // (A negation left to the sum is placed after what it negates.)
+            const auto o = static_cast<std::size_t>(n.inputs[slot == 0 ? 1 : 0].node);
+            if (L.constant[o]) continue;
+            if (!placed[o]) return o;
+            // A convolution adds a full-size operand as a sum post-op,
+            // accumulating into its buffer: only once its other readers ran
+            // (can_accumulate_into).
+            if (head.is_op(K::conv2d) && n.is_op(K::ewadd))
+                for (const auto& [r32, r_slot] : L.consumers[o])
+                    if (const auto r = static_cast<std::size_t>(r32); r != nx && !placed[r]) return r;
+        } else if (!n.is_op(K::relu) && !n.is_op(K::sigmoid) && !n.is_op(K::tanh) && !n.is_op(K::smul) &&
+                   !n.is_op(K::ewadd) && !n.is_op(K::ewmul)) {
+            break;
+        }
+    }
+    return std::nullopt;
+}
+
 // The chain's operators run inside node i's step, whose output y is their value.
 inline void absorb_chain(lowering& L, const post_chain& c, std::size_t i, const tref& y) {
     for (std::size_t k = 0; k < c.nodes.size(); ++k) {
