@@ -207,11 +207,13 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
 // first.
 inline std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t i, const std::vector<bool>& placed) {
     using K = spec::op_kind;
+    auto elementwise = [](const node& n) {  // the built-in operators a chain runs as post-ops
+        return n.is_op(K::relu) || n.is_op(K::sigmoid) || n.is_op(K::tanh) || n.is_op(K::smul) || n.is_op(K::ewadd) ||
+               n.is_op(K::ewmul);
+    };
     const node& head = L.at(i);
-    const bool chains = head.kind == node_kind::op
-                            ? head.is_op(K::conv2d) || head.is_op(K::matmul) || head.is_op(K::relu) || head.is_op(K::sigmoid) ||
-                                  head.is_op(K::tanh) || head.is_op(K::ewadd) || head.is_op(K::ewmul) || head.is_op(K::smul)
-                            : L.eltwise_of(i).has_value();
+    const bool chains = head.kind == node_kind::op ? head.is_op(K::conv2d) || head.is_op(K::matmul) || elementwise(head)
+                                                   : L.eltwise_of(i).has_value();
     if (!chains || L.constant[i] || head.num_outputs() != 1) return std::nullopt;
     std::size_t cur = i;
     for (std::size_t k = 0; k < max_post_ops && L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur); ++k) {
@@ -236,8 +238,7 @@ inline std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::
             if (head.is_op(K::conv2d) && n.is_op(K::ewadd))
                 for (const auto& [r32, r_slot] : L.consumers[o])
                     if (const auto r = static_cast<std::size_t>(r32); r != nx && !placed[r]) return r;
-        } else if (!n.is_op(K::relu) && !n.is_op(K::sigmoid) && !n.is_op(K::tanh) && !n.is_op(K::smul) &&
-                   !n.is_op(K::ewadd) && !n.is_op(K::ewmul)) {
+        } else if (!elementwise(n)) {
             break;
         }
     }
