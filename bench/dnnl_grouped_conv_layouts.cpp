@@ -7,7 +7,10 @@
 // oneDNN plan keep a channels-last input's layout for grouped convolutions
 // (backend/dnnl/conv2d.hpp keep_channels_last) and take tsopt's kernel for
 // small groups on AVX2 (docs/benchmarks.md, "Grouped convolutions
-// channels-last", "Grouped convolutions with small groups").
+// channels-last", "Grouped convolutions with small groups"), and what
+// showed that the first of these depends on the CPU, so the plan now times
+// it on the machine (backend/dnnl/grouped_conv_choice.hpp; "Grouped
+// convolutions: the layout timed on the machine").
 //
 //   OMP_NUM_THREADS=1 build/bench/dnnl_grouped_conv_layouts
 //

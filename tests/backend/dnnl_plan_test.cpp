@@ -3,6 +3,7 @@
 // buffers, measure() is positive and cached in memory and on disk, corrupt
 // cache files are ignored, end-to-end timing and pick_fastest work.
 #include <fstream>
+#include <map>
 
 #include "check.hpp"
 #include "tsopt/rewrite/layout.hpp"
@@ -163,7 +164,8 @@ TEST_CASE("dnnl: a grouped convolution reading a channels-last input computes ch
     // convolution: tsopt's own kernel for small groups, which is always
     // channel-blocked, is tested in dnnl_grouped_conv_test.cpp.)
     std::mt19937_64 rng(31);
-    backend::dnnl b({.persist = false, .small_groups = backend::dnnl_impl::kernel_use::never});
+    // The fixed rule (timed choices can take the blocked form where the CPU runs it faster: next test).
+    backend::dnnl b({.persist = false, .small_groups = backend::dnnl_impl::kernel_use::never, .timed_choices = false});
     graph g;
     auto x = g.input("x", {1, 64, 28, 28});
     auto a = g.conv2d(x, g.weight("wa", {128, 64, 1, 1}, rng), {.act = relu});
@@ -188,6 +190,120 @@ TEST_CASE("dnnl: a grouped convolution reading a channels-last input computes ch
                 if (which == DNNL_ARG_SRC) CHECK((r.buf != a_buf && r.buf != gc_buf));
     CHECK(step_arg(own_step(*p, y.node), DNNL_ARG_SRC).md == nhwc_md({1, 128, 28, 28}));
     CHECK(grouped.impl.find("ref") == std::string::npos);
+}
+
+namespace {
+
+// ResNeXt's stride-2 block: 1x1 conv (channels-last on AVX-512 / AVX2) ->
+// 3x3 conv of 32 groups of 8 channels, stride 2 -> 1x1 conv.
+struct resnext_down_block {
+    graph g;
+    value pointwise, grouped;
+};
+resnext_down_block make_resnext_down_block() {
+    std::mt19937_64 rng(41);
+    resnext_down_block b;
+    auto x = b.g.input("x", {1, 64, 28, 28});
+    b.pointwise = b.g.conv2d(x, b.g.weight("wa", {256, 64, 1, 1}, rng), {.act = relu});
+    b.grouped = b.g.conv2d(b.pointwise, b.g.weight("wg", {256, 8, 3, 3}, rng), {.stride = 2, .pad = same, .act = relu});
+    b.g.mark_output(b.g.conv2d(b.grouped, b.g.weight("wy", {128, 256, 1, 1}, rng)));
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("dnnl: a grouped convolution reading channels-last runs in the layout its timer finds faster") {
+    // Channels-last or oneDNN's blocked form with reorders: which is faster
+    // depends on the CPU (grouped_conv_choice.hpp), so the lowering asks the
+    // timer, and follows it.
+    const auto b = make_resnext_down_block();
+    const auto in = backend::random_inputs(b.g, 3);
+    const auto want = backend::reference{}.execute(b.g, in);
+    const dn::engine eng(dn::engine::kind::cpu, 0);
+    for (const std::size_t pick : {0, 1}) {
+        INFO("the timer picks way ", pick);
+        std::vector<std::string> asked;
+        std::string key;
+        backend::dnnl_impl::lowering_options lo{.small_groups = backend::dnnl_impl::kernel_use::never};
+        lo.time_choices = [&](const std::string& k, std::span<const std::string> names, const std::function<void(std::size_t)>& run) {
+            key = k;
+            asked.assign(names.begin(), names.end());
+            for (std::size_t w = 0; w < names.size(); ++w) run(w);
+            return pick;
+        };
+        const auto p = backend::dnnl_impl::compile(b.g, eng, {}, {}, {}, nullptr, lo);
+        if (step_arg(own_step(*p, b.pointwise.node), DNNL_ARG_DST).md != nhwc_md({1, 256, 28, 28})) {
+            MESSAGE("the 1x1 convolution is not channels-last on this CPU (" << own_step(*p, b.pointwise.node).impl << "): no choice");
+            return;
+        }
+        if (asked.empty()) {
+            MESSAGE("oneDNN runs this grouped convolution channels-last under `any` on this CPU: no choice");
+            return;
+        }
+        REQUIRE(asked.size() == 2);
+        CHECK(asked[0].starts_with("oneDNN channels-last "));
+        CHECK(asked[1].starts_with("oneDNN blocked "));
+        CHECK(key.find("[256,8,3,3]") != std::string::npos);
+        const auto& grouped = own_step(*p, b.grouped.node);
+        CHECK((step_arg(grouped, DNNL_ARG_SRC).md == nhwc_md({1, 256, 28, 28})) == (pick == 0));
+        CHECK((step_arg(grouped, DNNL_ARG_DST).md == nhwc_md({1, 256, 14, 14})) == (pick == 0));
+        const auto got = p->run(in);
+        REQUIRE(got.size() == 1);
+        CHECK(relative_error(got[0], want[0]) <= 1e-4);
+    }
+    // Without a timer, nothing is asked: the channels-last rule.
+    const auto p = backend::dnnl_impl::compile(b.g, eng, {}, {}, {}, nullptr, {.small_groups = backend::dnnl_impl::kernel_use::never});
+    if (step_arg(own_step(*p, b.pointwise.node), DNNL_ARG_DST).md == nhwc_md({1, 256, 28, 28}))
+        CHECK(step_arg(own_step(*p, b.grouped.node), DNNL_ARG_SRC).md == nhwc_md({1, 256, 28, 28}));
+}
+
+TEST_CASE("dnnl: the backend times a layout choice once per machine and compiles the faster way from then on") {
+    const auto b = make_resnext_down_block();
+    test::fresh_cache_dir dir("choice");
+    // The ways' times as the cache file holds them, by way name.
+    auto timed_ways = [&](const backend::dnnl& be) {
+        std::map<std::string, double> ways;
+        std::ifstream f(be.measurements().file());
+        for (std::string line; std::getline(f, line);)
+            if (const auto at = line.find("|way="); line.starts_with("choice|grouped conv|") && at != std::string::npos) {
+                const auto tab = line.rfind('\t');
+                ways[line.substr(at + 5, tab - at - 5)] = std::stod(line.substr(tab + 1));
+            }
+        return ways;
+    };
+    backend::dnnl first({.cache_dir = dir, .small_groups = backend::dnnl_impl::kernel_use::never});
+    const auto p = first.compile(b.g);
+    const auto ways = timed_ways(first);
+    if (ways.empty()) {
+        MESSAGE("no layout choice for this grouped convolution on this CPU (" << own_step(*p, b.grouped.node).impl << ")");
+        return;
+    }
+    REQUIRE(ways.size() == 2);
+    double channels_last = 0, blocked = 0;
+    for (const auto& [name, ms] : ways) {
+        INFO(name, ": ", ms, " ms");
+        CHECK(ms > 0);
+        (name.starts_with("oneDNN channels-last ") ? channels_last : blocked) = ms;
+    }
+    REQUIRE(channels_last > 0);
+    REQUIRE(blocked > 0);
+    const bool blocked_wins = blocked < channels_last * (1 - backend::dnnl::choice_margin);
+    const auto grouped_in = [&](const backend::dnnl_impl::plan& q) { return step_arg(own_step(q, b.grouped.node), DNNL_ARG_SRC).md; };
+    CHECK((grouped_in(*p) == nhwc_md({1, 256, 28, 28})) == !blocked_wins);
+    check_against_reference(b.g, 1e-4, 5, &first);
+    // Another backend on the same cache: found, not timed again; the same plan.
+    backend::dnnl second({.cache_dir = dir, .small_groups = backend::dnnl_impl::kernel_use::never});
+    const std::size_t entries = second.measurements().size();
+    const auto q = second.compile(b.g);
+    CHECK(second.measurements().hits == 2);
+    CHECK(second.measurements().size() == entries);
+    CHECK(grouped_in(*q) == grouped_in(*p));
+    // Without timed choices: nothing timed, the channels-last rule.
+    test::fresh_cache_dir untimed_dir("choice-untimed");
+    backend::dnnl untimed({.cache_dir = untimed_dir, .small_groups = backend::dnnl_impl::kernel_use::never, .timed_choices = false});
+    const auto r = untimed.compile(b.g);
+    CHECK(untimed.measurements().size() == 0);
+    CHECK(grouped_in(*r) == nhwc_md({1, 256, 28, 28}));
 }
 
 TEST_CASE("dnnl: a channels-last depthwise convolution below 512 channels runs in jit_dw, its bias and relu fused") {

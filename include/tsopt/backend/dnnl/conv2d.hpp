@@ -8,8 +8,10 @@
 //
 // The operators after it that can run inside it: post_chain.hpp. 3x3
 // stride-1 convolutions with enough channels run by Winograd: winograd.hpp;
-// groups of 2 or 4 channels by tsopt's own kernel: grouped_conv.hpp.
-#include "tsopt/backend/dnnl/grouped_conv.hpp"
+// groups of 2 or 4 channels by tsopt's own kernel: grouped_conv.hpp; which
+// form a grouped convolution reading channels-last takes:
+// grouped_conv_choice.hpp.
+#include "tsopt/backend/dnnl/grouped_conv_choice.hpp"
 #include "tsopt/backend/dnnl/winograd.hpp"
 
 namespace tsopt::backend::dnnl_impl {
@@ -79,25 +81,37 @@ inline void lower_conv2d(lowering& L, std::size_t i) {
     const std::int64_t ph = spec::detail::window_pad(ws[2], n.params[dil_h], pm);
     const std::int64_t pw = spec::detail::window_pad(ws[3], n.params[dil_w], pm);
     dims wdims = groups == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
-    if (small_groups::lower(L, i) || winograd::lower(L, i)) return;
     dims odims = L.out_dims(i);
-    dn::memory::desc src_md = any_md(L.in_dims(i, 0));
+    const dims strides{n.params[stride_h], n.params[stride_w]}, dilates{n.params[dil_h] - 1, n.params[dil_w] - 1}, pads{ph, pw};
+    auto make_pd = [&](const dn::memory::desc& s, const dn::memory::desc& d, const dn::primitive_attr& a, bool with_bias) {
+        if (with_bias)
+            return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, s,
+                                                           any_md(wdims), plain_md({odims[1]}), d, strides, dilates, pads, pads, a);
+        return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, s,
+                                                       any_md(wdims), d, strides, dilates, pads, pads, a);
+    };
     const bool depthwise = groups > 1 && ws[1] == 1 && ws[0] == groups;
+    auto form = grouped_choice::form::onednn_as_ruled;
+    if (groups > 1 && !depthwise) {
+        const auto small = small_groups::geometry_of(L, i);
+        dn::post_ops relu;  // as such a layer mostly runs: + bias + ReLU
+        relu.append_eltwise(dn::algorithm::eltwise_relu, 0.f, 0.f);
+        dn::primitive_attr timed = L.attr();
+        timed.set_post_ops(relu);
+        form = grouped_choice::choose(L, i, [&](const auto& s, const auto& d) { return make_pd(s, d, timed, true); }, small.has_value());
+        if (form == grouped_choice::form::small_group_kernel && small_groups::lower(L, i, *small)) return;
+    }
+    if (winograd::lower(L, i)) return;
+    dn::memory::desc src_md = any_md(L.in_dims(i, 0));
     auto conv_pd = [&](const dn::memory::desc& dst_md, const dn::primitive_attr& a, bool with_bias) {
-        const dims strides{n.params[stride_h], n.params[stride_w]}, dilates{n.params[dil_h] - 1, n.params[dil_w] - 1}, pads{ph, pw};
-        auto make = [&](const dn::memory::desc& s, const dn::memory::desc& d) {
-            if (with_bias)
-                return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                               s, any_md(wdims), plain_md({odims[1]}), d, strides, dilates, pads, pads, a);
-            return dn::convolution_forward::primitive_desc(L.p.eng, dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                                           s, any_md(wdims), d, strides, dilates, pads, pads, a);
-        };
+        auto make = [&](const dn::memory::desc& s, const dn::memory::desc& d) { return make_pd(s, d, a, with_bias); };
         return prefer_jit_depthwise(make(src_md, dst_md), depthwise, groups, make);
     };
     auto d = n.out_layout == spec::layout::nhwc ? dn::memory::desc(odims, f32, tag::nhwc) : any_md(odims);
     dn::primitive_attr at = L.attr(n.params[act]);
     auto alone_pd = [&](const dn::memory::desc& dst_md) { return conv_pd(dst_md, at, false); };
-    const std::string alone = groups > 1 ? keep_channels_last(L, i, src_md, d, alone_pd) : alone_pd(d).impl_info_str();
+    const std::string alone = groups > 1 && form == grouped_choice::form::onednn_as_ruled ? keep_channels_last(L, i, src_md, d, alone_pd)
+                                                                                          : alone_pd(d).impl_info_str();
     // With the chain as post-ops, else with the part before its sum, else
     // alone: where oneDNN refuses the combination, or would run it with
     // another kernel than the conv alone (a reference kernel where the conv

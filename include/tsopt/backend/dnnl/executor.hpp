@@ -20,6 +20,7 @@
 //
 // Not thread-safe: one backend object per thread.
 #include <chrono>
+#include <limits>
 
 #include "tsopt/backend/arena.hpp"
 #include "tsopt/backend/dnnl/binary.hpp"
@@ -219,6 +220,12 @@ public:
         // dnnl/denormals.hpp). On: as TensorFlow does; values below 1.2e-38
         // become 0, and no FMA stalls on a microcode assist.
         bool flush_denormals = true;
+        // Where how an operator runs best depends on the CPU (the form of a
+        // grouped convolution reading channels-last: dnnl/grouped_conv_choice.hpp),
+        // time the ways once per configuration and machine, keep the times in
+        // the measurement cache, and compile the fastest from then on; false:
+        // fixed rules decide.
+        bool timed_choices = true;
     };
 
     // Implementations for opaque operators, by type name (as in the reference backend).
@@ -242,8 +249,53 @@ public:
     // Converted weights are shared with the other plans of this backend
     // (dnnl_impl::shared_conversions).
     std::shared_ptr<dnnl_impl::plan> compile(const graph& g) const {
-        return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise, &conversions_,
-                                  dnnl_impl::lowering_options{.winograd = opt_.winograd, .small_groups = opt_.small_groups});
+        dnnl_impl::lowering_options lo{.winograd = opt_.winograd, .small_groups = opt_.small_groups};
+        if (opt_.timed_choices)
+            lo.time_choices = [this](const std::string& key, std::span<const std::string> names, const std::function<void(std::size_t)>& run) {
+                return time_choice(key, names, run);
+            };
+        return dnnl_impl::compile(g, eng_, opaque_impls, opaque_lowerings, opaque_eltwise, &conversions_, std::move(lo));
+    }
+
+    // A way replaces the first one only when this much faster: closer times
+    // are within what these machines' noise moves a minimum of rounds.
+    static constexpr double choice_margin = 0.03;
+    static constexpr int choice_rounds = 20;  // at least, each way
+
+    // The lowering's timer (dnnl_impl::lowering_timer): each way not in the
+    // measurement cache yet runs alone, the ways in alternation so that load
+    // drift hits them alike, the minimum over rounds kept in the cache under
+    // `key` + the way's name. The index of the fastest, 0 unless another is
+    // faster by choice_margin.
+    std::size_t time_choice(const std::string& key, std::span<const std::string> names, const std::function<void(std::size_t)>& run) const {
+        auto key_of = [&](std::size_t k) {
+            std::string s = key + "|way=" + names[k];
+            for (char& c : s)
+                if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+            return s;
+        };
+        std::vector<double> best(names.size(), std::numeric_limits<double>::infinity());
+        std::vector<std::size_t> missing;
+        for (std::size_t k = 0; k < names.size(); ++k)
+            if (auto hit = cache_.find(key_of(k))) best[k] = *hit;
+            else missing.push_back(k);
+        if (!missing.empty()) {
+            dnnl_impl::denormals_flushed mode(opt_.flush_denormals);
+            for (int w = 0; w < opt_.warmup; ++w)
+                for (std::size_t k : missing) run(k);
+            double total = 0;
+            for (int r = 0; r < opt_.max_reps && (r < std::max(opt_.min_reps, choice_rounds) || total < opt_.min_time_ms); ++r)
+                for (std::size_t k : missing) {
+                    const double t = timed([&] { run(k); });
+                    best[k] = std::min(best[k], t);
+                    total += t;
+                }
+            for (std::size_t k : missing) cache_.put(key_of(k), best[k]);
+        }
+        std::size_t pick = 0;
+        for (std::size_t k = 1; k < names.size(); ++k)
+            if (best[k] < best[pick] && best[k] < best[0] * (1 - choice_margin)) pick = k;
+        return pick;
     }
 
     std::vector<tensor<float>> execute(const graph& g, std::span<const tensor<float>> in) {
@@ -418,6 +470,7 @@ private:
                (opt_.small_groups == dnnl_impl::kernel_use::automatic ? ""
                 : opt_.small_groups == dnnl_impl::kernel_use::always ? " with small-group kernel"
                                                                        : " without small-group kernel") +
+               (opt_.timed_choices ? "" : " without timed choices") +
                " | minimum of rounds" +
                (opt_.cold_weights && can_evict_from_cache ? ", cold weights" : ", cache-hot") +
                (opt_.flush_denormals && dnnl_impl::denormals_flushed::flushing() ? ", denormals flushed" : "");
@@ -448,7 +501,7 @@ private:
 
     options opt_;
     ::dnnl::engine eng_;
-    dnnl_impl::measure_cache cache_;
+    mutable dnnl_impl::measure_cache cache_;  // compile() is const: it times choices into the cache (time_choice)
     cpu_caches caches_ = detect_cpu_caches();
     std::optional<bool> model_fits_llc_;  // price_for_model
     plan_cache<std::shared_ptr<dnnl_impl::plan>> plans_;

@@ -26,7 +26,9 @@
 // applied before a block is stored.
 //
 // Where: CPUs with AVX2 and without AVX-512 (where it was measured against
-// oneDNN's kernels), unless dnnl::options::small_groups says always or never.
+// oneDNN's kernels), unless dnnl::options::small_groups says always or never
+// (grouped_conv_choice.hpp asks).
+#include <optional>
 #include <utility>
 
 #include "tsopt/backend/dnnl/channel_blocks.hpp"
@@ -193,23 +195,20 @@ inline void arrange_weights(const float* w, std::int64_t C, int G, std::int64_t 
 // where oneDNN 3.2 has only its gemm or jit:avx2 kernels for small groups.
 inline bool automatic_here() { return cpu_simd() == simd::avx2; }
 
-// Lowers conv2d node i with this kernel where it qualifies; false: the
-// oneDNN convolution should.
-inline bool lower(lowering& L, std::size_t i) {
+// The kernel's geometry for conv2d node i, channels-last; nullopt where the
+// kernel does not take it (not 2 or 4 channels per group in and out,
+// channels not a multiple of 8, an activation other than ReLU, weights that
+// are not constant).
+inline std::optional<geometry> geometry_of(const lowering& L, std::size_t i) {
     using namespace spec::conv2d_p;
-    if (L.options.small_groups == kernel_use::never ||
-        (L.options.small_groups == kernel_use::automatic && !automatic_here()))
-        return false;
     const node& n = L.at(i);
-    if (n.params[act] > 1 || !L.is_const(i, 1)) return false;
+    if (n.params[act] > 1 || !L.is_const(i, 1)) return std::nullopt;
     const shape &xs = L.in_shape(i, 0), &ws = L.in_shape(i, 1);
-    if (xs.rank != 4 || ws.rank != 4 || ws[0] != xs[1]) return false;  // as many outputs as inputs
+    if (xs.rank != 4 || ws.rank != 4 || ws[0] != xs[1]) return std::nullopt;  // as many outputs as inputs
     const std::int64_t G = ws[1], C = xs[1];
-    if ((G != 2 && G != 4) || C % block != 0) return false;
+    if ((G != 2 && G != 4) || C % block != 0) return std::nullopt;
     const auto& weights = L.cvals[static_cast<std::size_t>(n.inputs[1].node)];
-    if (weights.empty() || !weights[static_cast<std::size_t>(n.inputs[1].output)]) return false;
-    const auto& w = weights[static_cast<std::size_t>(n.inputs[1].output)];
-
+    if (weights.empty() || !weights[static_cast<std::size_t>(n.inputs[1].output)]) return std::nullopt;
     const auto pm = static_cast<spec::pad_mode>(n.params[pad]);
     geometry g;
     g.N = xs[0], g.C = C, g.H = xs[2], g.W = xs[3];
@@ -217,6 +216,19 @@ inline bool lower(lowering& L, std::size_t i) {
     g.pt = spec::detail::window_pad(g.kh, g.dh, pm), g.pl = spec::detail::window_pad(g.kw, g.dw, pm);
     const dims od = L.out_dims(i);
     g.OH = od[2], g.OW = od[3];
+    g.in = strides::of(true, g.C, g.H, g.W, block);
+    g.out = strides::of(true, g.C, g.OH, g.OW, block);
+    return g;
+}
+
+// Lowers conv2d node i, of geometry `g` (geometry_of), with this kernel;
+// false: the oneDNN convolution should. (Whether to:
+// grouped_conv_choice.hpp.)
+inline bool lower(lowering& L, std::size_t i, geometry g) {
+    const node& n = L.at(i);
+    const std::int64_t G = L.in_shape(i, 1)[1], C = g.C;
+    const auto& w = L.cvals[static_cast<std::size_t>(n.inputs[1].node)][static_cast<std::size_t>(n.inputs[1].output)];
+    const dims od = L.out_dims(i);
     // Channels last unless the input arrives nChw8c (or the node asks for nhwc out).
     const dims xd = L.in_dims(i, 0);
     const bool blocked_in = n.out_layout != spec::layout::nhwc && L.in(i, 0).md == dn::memory::desc(xd, f32, tag::nChw8c);

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #ifdef _OPENMP
 #include <omp.h>
@@ -97,8 +98,9 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // unread split part not copied; 22: explicit layout conversions left to
 // their readers, backend/arena.hpp bypass_layout_conversions; 23: a
 // negation read once by a sum left to it, which subtracts; 24: steps in
-// graph::run_order, a conv waiting for the operand its sum post-op adds).
-inline constexpr int lowering_revision = 24;
+// graph::run_order, a conv waiting for the operand its sum post-op adds;
+// 25: a grouped convolution reading channels-last in the form timed fastest).
+inline constexpr int lowering_revision = 25;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and
@@ -355,9 +357,22 @@ struct shared_conversions {
 // tests on any machine), or nowhere.
 enum class kernel_use { automatic, always, never };
 
+// Times the ways one operator can run and names the one to take: `key`
+// names the operator's configuration, `names` the ways, run(k) runs way k
+// once. Returns the index of the fastest (0 unless another is clearly
+// faster). The dnnl backend's remembers the times in its measurement cache,
+// so a configuration is timed once per machine and compiles the same way
+// after (dnnl::options::timed_choices).
+using lowering_timer =
+    std::function<std::size_t(const std::string& key, std::span<const std::string> names, const std::function<void(std::size_t)>& run)>;
+
 struct lowering_options {
     bool winograd = true;  // 3x3 stride-1 convolutions by Winograd where they qualify (winograd.hpp)
     kernel_use small_groups = kernel_use::automatic;  // grouped convolutions of 2 or 4 channels per group (grouped_conv.hpp)
+    // Where set, the choices that depend on the CPU are timed (the form of a
+    // grouped convolution reading channels-last: grouped_conv_choice.hpp);
+    // else fixed rules make them.
+    lowering_timer time_choices = {};
 };
 
 class lowering;
