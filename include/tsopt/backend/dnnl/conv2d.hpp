@@ -22,7 +22,9 @@ namespace tsopt::backend::dnnl_impl {
 // `any` picks a blocked form (aBcd4b / aBcd8b) for the direct JIT kernel, and
 // the reorders into and out of it cost 20-45 % of the convolution, while that
 // kernel runs channels-last about as fast (docs/benchmarks.md, "Grouped
-// convolutions channels-last"). `make(dst)` builds the primitive descriptor
+// convolutions channels-last"). Where the backend times choices, it keeps
+// the layout only where that is not slower on the machine
+// (grouped_conv_choice.hpp). `make(dst)` builds the primitive descriptor
 // from `src` and `dst` as they stand. Returns the implementation oneDNN runs
 // for the descriptors as it leaves them (the same either way), so the caller
 // does not build them once more to learn it.
