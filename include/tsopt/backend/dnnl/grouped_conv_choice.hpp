@@ -76,7 +76,7 @@ form choose(lowering& L, std::size_t i, Make&& make, bool small_group_kernel_tak
     if (!L.options.time_choices || xd.size() != 4 || L.in(i, 0).md != nhwc_src || L.at(i).out_layout == spec::layout::nhwc)
         return form::onednn_as_ruled;
     std::vector<std::string> names;
-    std::vector<std::function<void()>> runs;
+    std::vector<dn::convolution_forward::primitive_desc> pds;
     try {
         const auto blocked = make(any_md(xd), any_md(od));
         if (blocked.src_desc() == nhwc_src) return form::onednn_as_ruled;  // `any` keeps channels-last itself
@@ -84,13 +84,19 @@ form choose(lowering& L, std::size_t i, Make&& make, bool small_group_kernel_tak
         const auto kept = make(nhwc_src, dn::memory::desc(od, f32, tag::nhwc));
         if (kept.impl_info_str() != impl) return form::onednn_as_ruled;  // keep_channels_last leaves it blocked
         names = {"oneDNN channels-last " + impl, "oneDNN blocked " + impl};
-        runs = {onednn_form(kept, L.p.eng), onednn_form(blocked, L.p.eng)};
+        pds = {kept, blocked};
     } catch (const dn::error&) {
         return form::onednn_as_ruled;
     }
+    // A form's primitive and buffers are made only when the timer runs it:
+    // once the cache holds both times, a compile makes neither.
+    std::vector<std::function<void()>> runs(pds.size());
     const std::string key = "choice|grouped conv|" + cost::op_key::of(L.g, i).str();
-    return L.options.time_choices(key, names, [&](std::size_t k) { runs[k](); }) == 1 ? form::onednn_blocked
-                                                                                     : form::onednn_as_ruled;
+    const std::size_t pick = L.options.time_choices(key, names, [&](std::size_t k) {
+        if (!runs[k]) runs[k] = onednn_form(pds[k], L.p.eng);
+        runs[k]();
+    });
+    return pick == 1 ? form::onednn_blocked : form::onednn_as_ruled;
 }
 
 }  // namespace tsopt::backend::dnnl_impl::grouped_choice
