@@ -864,6 +864,10 @@ TEST_CASE("dnnl: each operator runs after what it reads, and a conv after the op
             if (nodes.empty() || nodes.back() != st.node) nodes.push_back(st.node);
         return nodes;
     };
+    auto right_after = [](const std::vector<std::int32_t>& nodes, value a, value b) {  // b's step right after a's
+        const auto at = std::find(nodes.begin(), nodes.end(), a.node);
+        return at != nodes.end() && at + 1 != nodes.end() && at[1] == b.node;
+    };
     SUBCASE("a convolution whose weight a rewrite appended runs right after its input's producer") {
         // NASNet's separable convolutions once batch-norm folding replaced
         // the pointwise weights (appended after every operator): the order
@@ -884,11 +888,102 @@ TEST_CASE("dnnl: each operator runs after what it reads, and a conv after the op
         const auto nodes = step_nodes(g);
         for (std::size_t k = 0; k < 3; ++k) {
             CAPTURE(k);
-            const auto d = std::find(nodes.begin(), nodes.end(), dw[k].node);
-            REQUIRE(d != nodes.end());
-            REQUIRE(d + 1 != nodes.end());
-            CHECK(d[1] == pw[k].node);
+            CHECK(right_after(nodes, dw[k], pw[k]));
         }
+    }
+    SUBCASE("two convolution chains summed: each runs right after its input's producer, the sum inside the later") {
+        // A NASNet cell once its batch norms are folded: add = (pw1 + b1) +
+        // (pw2 + b2). Each pointwise convolution's chain reaches the add and
+        // waited for the other's value, a mutual wait the order broke only
+        // once nothing else was ready: after the other branches' depthwise
+        // convolutions, their outputs gone from the caches.
+        graph g;
+        auto x = g.input("x", {1, 16, 12, 12});
+        std::vector<value> dw, pw, biased;
+        for (int k = 0; k < 4; ++k) {
+            const std::string s = std::to_string(k);
+            dw.push_back(g.conv2d(x, g.weight("dw" + s, {16, 1, 3, 3}, rng), {.pad = same}));
+            pw.push_back(g.conv2d(dw.back(), g.weight("pw" + s, {16, 16, 1, 1}, rng)));
+            biased.push_back(g.ewadd(pw.back(), g.weight("b" + s, {16, 1, 1}, rng)));
+        }
+        auto first = g.ewadd(biased[0], biased[1]);
+        auto second = g.ewadd(biased[2], biased[3]);
+        g.mark_output(g.concat(1, {first, second}));
+        check_against_reference(g, 1e-4, 4, &b);
+        const auto nodes = step_nodes(g);
+        for (std::size_t k = 0; k < 4; ++k) {
+            CAPTURE(k);
+            CHECK(right_after(nodes, dw[k], pw[k]));
+        }
+        // Every add runs inside a convolution: the earlier of a pair its
+        // bias, the later its bias and the sum.
+        std::vector<std::int32_t> adds{first.node, second.node};
+        for (value v : biased) adds.push_back(v.node);
+        std::sort(adds.begin(), adds.end());
+        CHECK(fused_adds(b, g) == adds);
+    }
+    SUBCASE("... the sum inside the one whose step can add it, where the other runs by Winograd") {
+        // ResNet's downsampling block once folded: (conv3x3 + b) + (conv1x1
+        // + b). Winograd's epilogue adds per-channel operands only, so the
+        // 1x1 convolution waits, whichever comes first in the node list.
+        for (bool shortcut_first : {true, false}) {
+            INFO("shortcut built first: ", shortcut_first);
+            graph g;
+            auto x = g.input("x", {1, 32, 14, 14});
+            auto shortcut = [&] { return g.ewadd(g.conv2d(x, g.weight("ws", {64, 32, 1, 1}, rng)), g.weight("bs", {64, 1, 1}, rng)); };
+            auto main = [&] {
+                auto h = g.conv2d(x, g.weight("w1", {64, 32, 3, 3}, rng), {.pad = same, .act = relu});
+                return g.ewadd(g.conv2d(h, g.weight("w2", {64, 64, 3, 3}, rng), {.pad = same}), g.weight("b2", {64, 1, 1}, rng));
+            };
+            value s, m;
+            if (shortcut_first) s = shortcut(), m = main();
+            else m = main(), s = shortcut();
+            auto add = g.ewadd(m, s);
+            g.mark_output(g.relu(add));
+            check_against_reference(g, 1e-4, 5, &b);
+            const auto compiled = b.compile(g);
+            std::size_t winograd = 0;
+            for (const auto& st : compiled->steps) winograd += st.what.find("winograd") != std::string::npos;
+            REQUIRE(winograd > 0);  // else this tests nothing
+            const auto adds = fused_adds(b, g);
+            CHECK(std::find(adds.begin(), adds.end(), add.node) != adds.end());
+        }
+    }
+    SUBCASE("a pooling waits for the computed operand its add reads, and adds it as a post-op") {
+        graph g;
+        auto x = g.input("x", {1, 16, 12, 12});
+        auto h = g.conv2d(x, g.weight("wh", {16, 16, 1, 1}, rng));  // blocked: the pooling takes post-ops
+        auto pooled = g.avgpool(h);
+        auto sum = g.ewadd(g.conv2d(h, g.weight("wu", {16, 16, 3, 3}, rng), {.pad = same}), g.maxpool(h));
+        auto add = g.ewadd(pooled, sum);
+        g.mark_output(add);
+        check_against_reference(g, 1e-4, 6, &b);
+        const auto adds = fused_adds(b, g);
+        CHECK(std::find(adds.begin(), adds.end(), add.node) != adds.end());
+    }
+    SUBCASE("NASNet's first cell: one add of the pooled value left to a step, every other add fused") {
+        // Two branches add one pooled value (each convolution would
+        // accumulate into its buffer once the other had read it, so each
+        // waited for the other), two more are summed and pooled, and the
+        // pooled sum adds one of the first two sums.
+        graph g;
+        auto x = g.input("x", {1, 16, 12, 12});
+        auto h = g.conv2d(x, g.weight("wh", {16, 16, 1, 1}, rng));
+        auto branch = [&](const char* w) {
+            return g.ewadd(g.conv2d(h, g.weight(w, {16, 16, 1, 1}, rng)), g.weight(std::string("b") + w, {16, 1, 1}, rng));
+        };
+        auto pooled = g.maxpool(h);
+        auto fifth = g.ewadd(branch("w5"), pooled);
+        auto second = g.ewadd(pooled, branch("w2"));
+        auto first = g.ewadd(branch("wl"), branch("wr"));
+        auto fourth = g.ewadd(g.avgpool(first), second);
+        g.mark_output(g.concat(1, {fifth, fourth}));
+        check_against_reference(g, 1e-4, 7, &b);
+        const auto adds = fused_adds(b, g);
+        auto fused = [&](value v) { return std::find(adds.begin(), adds.end(), v.node) != adds.end(); };
+        CHECK(fused(first));
+        CHECK(fused(fourth));
+        CHECK(fused(fifth) != fused(second));
     }
     SUBCASE("a conv whose residual is a concat of other branches waits for it") {
         // The conv comes first in the node list and in Kahn's order; lowered

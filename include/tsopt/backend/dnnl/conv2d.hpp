@@ -74,6 +74,15 @@ auto prefer_jit_depthwise(dn::convolution_forward::primitive_desc pd, bool depth
     return pd;
 }
 
+// Whether conv2d node i's step can add a full-size operand computed by
+// another step (a sum post-op, lower_conv2d's chain): oneDNN's convolution
+// without groups can; Winograd's epilogue takes per-channel operands only,
+// and a grouped convolution no binary post-ops.
+inline bool conv2d_takes_full_size_operand(const lowering& L, std::size_t i) {
+    const shape &xs = L.in_shape(i, 0), &ws = L.in_shape(i, 1);
+    return xs.rank == 4 && ws.rank == 4 && xs[1] == ws[1] && !winograd::qualifying_geometry(L, i);
+}
+
 inline void lower_conv2d(lowering& L, std::size_t i) {
     using namespace spec::conv2d_p;
     const node& n = L.at(i);

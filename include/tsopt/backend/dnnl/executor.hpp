@@ -142,7 +142,12 @@ inline std::unique_ptr<plan> compile(const graph& given, const dn::engine& eng, 
     std::vector<bool> settled = L.constant;
     for (value v : g.inputs()) settled[static_cast<std::size_t>(v.node)] = true;
     const auto order = g.run_order(settled, [&](std::size_t i, const std::vector<bool>& placed) {
-        return live[i] ? chain_operand_awaited(L, i, placed) : std::nullopt;
+        return live[i] ? chain_operand_awaited(L, i, placed,
+                                               [&](std::size_t h) {
+                                                   return !g.nodes[h].is_op(spec::op_kind::conv2d) ||
+                                                          conv2d_takes_full_size_operand(L, h);
+                                               })
+                       : std::nullopt;
     });
     for (std::size_t i : order) {
         const node& n = g.nodes[i];

@@ -100,7 +100,7 @@ inline std::optional<dn::algorithm> act_algorithm(std::int32_t act) {
 // negation read once by a sum left to it, which subtracts; 24: steps in
 // graph::run_order, a conv waiting for the operand its sum post-op adds;
 // 25: a grouped convolution reading channels-last in the form timed fastest).
-inline constexpr int lowering_revision = 25;
+inline constexpr int lowering_revision = 26;
 
 // One tensor as a step sees it: a buffer, where in it the tensor starts (a
 // view: a split part that is contiguous in its input is read in place), and

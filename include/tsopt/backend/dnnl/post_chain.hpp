@@ -198,23 +198,63 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
     return c;
 }
 
+// The operators whose steps run the operators after them as post-ops,
+// computed operands included (lower_conv2d, matmul, pooling).
+inline bool heads_chains(const node& n) {
+    using K = spec::op_kind;
+    return n.is_op(K::conv2d) || n.is_op(K::matmul) || n.is_op(K::maxpool) || n.is_op(K::avgpool);
+}
+
+// The step node whose post-op chain computes node o on its way to node
+// `meets`: one that heads chains, from which o is reached through operators
+// with constant operands or none, if there is one.
+inline std::optional<std::size_t> chain_head_reaching(const lowering& L, std::size_t o, std::size_t meets) {
+    using K = spec::op_kind;
+    std::size_t c = o;
+    for (std::size_t k = 0; k < max_post_ops && !heads_chains(L.at(c)); ++k) {
+        const node& n = L.at(c);
+        if (n.kind != node_kind::op) return std::nullopt;
+        if (n.is_op(K::relu) || n.is_op(K::sigmoid) || n.is_op(K::tanh) || n.is_op(K::smul)) {
+            c = static_cast<std::size_t>(n.inputs[0].node);
+        } else if ((n.is_op(K::ewadd) || n.is_op(K::ewmul)) && n.inputs.size() == 2) {
+            const bool c0 = L.constant[static_cast<std::size_t>(n.inputs[0].node)], c1 = L.constant[static_cast<std::size_t>(n.inputs[1].node)];
+            if (c0 == c1) return std::nullopt;
+            c = static_cast<std::size_t>(n.inputs[c0 ? 1 : 0].node);
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (!heads_chains(L.at(c))) return std::nullopt;
+    for (std::size_t cur = c, k = 0; k < max_post_ops; ++k) {
+        const auto next = chain_reader(L, cur);
+        if (!next) return std::nullopt;
+        if (next->first == meets) return c;
+        cur = next->first;
+    }
+    return std::nullopt;
+}
+
 // The operator whose output node i's step would like computed before it is
 // lowered: the other operand of the first add or multiply in the chain after
 // i that reads a value not yet placed (`placed`, compile's run order).
 // fusible_chain fuses such an add only when that operand is there, so the
 // run order puts i aside until it is (graph::run_order): a residual add
 // after a convolution then runs inside it whichever branch the order took
-// first.
-inline std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t i, const std::vector<bool>& placed) {
+// first. `takes_operand(h)`: whether head h's step can add a full-size
+// operand another step computes (Winograd's cannot).
+template <class TakesOperand>
+std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t i, const std::vector<bool>& placed,
+                                                 const TakesOperand& takes_operand) {
     using K = spec::op_kind;
     auto elementwise = [](const node& n) {  // the built-in operators a chain runs as post-ops
         return n.is_op(K::relu) || n.is_op(K::sigmoid) || n.is_op(K::tanh) || n.is_op(K::smul) || n.is_op(K::ewadd) ||
                n.is_op(K::ewmul);
     };
     const node& head = L.at(i);
-    const bool chains = head.kind == node_kind::op ? head.is_op(K::conv2d) || head.is_op(K::matmul) || elementwise(head)
-                                                   : L.eltwise_of(i).has_value();
+    const bool chains = head.kind == node_kind::op ? heads_chains(head) || elementwise(head) : L.eltwise_of(i).has_value();
     if (!chains || L.constant[i] || head.num_outputs() != 1) return std::nullopt;
+    const bool conv = head.is_op(K::conv2d);
+    bool summed = false;
     std::size_t cur = i;
     for (std::size_t k = 0; k < max_post_ops && L.at(cur).num_outputs() == 1 && !L.is_graph_output(cur); ++k) {
         const auto next = chain_reader(L, cur);
@@ -231,13 +271,49 @@ inline std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::
             // (A negation left to the sum is placed after what it negates.)
             const auto o = static_cast<std::size_t>(n.inputs[slot == 0 ? 1 : 0].node);
             if (L.constant[o]) continue;
-            if (!placed[o]) return o;
+            // Whether head h's step can take this add or multiply, the
+            // other operand computed elsewhere: a convolution adds one such
+            // operand, of its output's size, as its sum post-op; Winograd's
+            // none (fusible_chain). Waiting for another would gain nothing.
+            auto fuses_here = [&](std::size_t h) {
+                if (!L.at(h).is_op(K::conv2d)) return true;
+                return n.is_op(K::ewadd) && L.in_shape(nx, 0) == n.shapes[0] && L.in_shape(nx, 1) == n.shapes[0] && takes_operand(h);
+            };
+            if (conv && (summed || !fuses_here(i))) break;
+            summed = true;
+            if (!placed[o]) {
+                // Two chains that meet at this add or multiply (two branches
+                // summed) would each wait for the other's value, and go only
+                // once nothing else is ready, their inputs gone from the
+                // caches (NASNet's separable branches). One waits and fuses
+                // the meeting, the other runs with its chain cut before it:
+                // one whose step can take the other's value; a convolution
+                // or matmul before a pooling (which takes computed operands
+                // only where its source is not row-major, pool.hpp); else
+                // the later head.
+                const auto other = chain_head_reaching(L, o, nx);
+                auto pooling = [&](std::size_t h) { return L.at(h).is_op(K::maxpool) || L.at(h).is_op(K::avgpool); };
+                if (other && fuses_here(*other) && (pooling(i) != pooling(*other) ? pooling(i) : *other > i)) return std::nullopt;
+                return o;
+            }
             // A convolution adds a full-size operand as a sum post-op,
             // accumulating into its buffer: only once its other readers ran
-            // (can_accumulate_into).
-            if (head.is_op(K::conv2d) && n.is_op(K::ewadd))
-                for (const auto& [r32, r_slot] : L.consumers[o])
-                    if (const auto r = static_cast<std::size_t>(r32); r != nx && !placed[r]) return r;
+            // (can_accumulate_into). Where another reader is the same kind
+            // of sum after another convolution (NASNet adds one pooling to
+            // two branches), each would wait for the other: the later
+            // convolution waits, the earlier leaves its add to a step.
+            if (conv)
+                for (const auto& [r32, r_slot] : L.consumers[o]) {
+                    const auto r = static_cast<std::size_t>(r32);
+                    if (r == nx || placed[r]) continue;
+                    const node& rn = L.at(r);
+                    if (rn.is_op(K::ewadd) && rn.inputs.size() == 2 && rn.inputs[0] != rn.inputs[1]) {
+                        const auto p = static_cast<std::size_t>(rn.inputs[static_cast<std::size_t>(r_slot) == 0 ? 1 : 0].node);
+                        const auto rival = chain_head_reaching(L, p, r);
+                        if (rival && *rival > i && L.at(*rival).is_op(K::conv2d) && takes_operand(*rival)) continue;
+                    }
+                    return r;
+                }
         } else if (!elementwise(n)) {
             break;
         }

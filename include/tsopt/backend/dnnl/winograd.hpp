@@ -30,6 +30,7 @@
 // rounding (relative 1e-5 for F(4x4, 3x3), 1e-6 for F(2x2, 3x3) on random
 // data); dnnl::options::winograd = false turns it off.
 #include <functional>
+#include <optional>
 
 #include "tsopt/backend/dnnl/channel_blocks.hpp"
 
@@ -323,25 +324,37 @@ void lower_as(lowering& L, std::size_t i, const geometry& g, const std::shared_p
     absorb_chain(L, chain, i, y);
 }
 
-// Lowers conv2d node i by Winograd where it qualifies (see the top of this
-// file); false: the direct convolution should.
-inline bool lower(lowering& L, std::size_t i) {
+// The geometry of conv2d node i where its parameters and shapes qualify for
+// Winograd (see the top of this file), tiles included; lower() takes it
+// unless oneDNN's direct convolution reads a layout the transforms do not.
+inline std::optional<geometry> qualifying_geometry(const lowering& L, std::size_t i) {
     using namespace spec::conv2d_p;
-    if (!L.options.winograd) return false;
+    if (!L.options.winograd) return std::nullopt;
     const node& n = L.at(i);
-    if (n.params[act] > 1 || n.out_layout == spec::layout::nhwc || !L.is_const(i, 1)) return false;
+    if (n.params[act] > 1 || n.out_layout == spec::layout::nhwc || !L.is_const(i, 1)) return std::nullopt;
     const shape &xs = L.in_shape(i, 0), &ws = L.in_shape(i, 1);
-    if (xs.rank != 4 || ws.rank != 4 || ws[2] != 3 || ws[3] != 3 || ws[1] != xs[1]) return false;
-    if (n.params[stride_h] != 1 || n.params[stride_w] != 1 || n.params[dil_h] != 1 || n.params[dil_w] != 1) return false;
+    if (xs.rank != 4 || ws.rank != 4 || ws[2] != 3 || ws[3] != 3 || ws[1] != xs[1]) return std::nullopt;
+    if (n.params[stride_h] != 1 || n.params[stride_w] != 1 || n.params[dil_h] != 1 || n.params[dil_w] != 1) return std::nullopt;
     const auto pm = static_cast<spec::pad_mode>(n.params[pad]);
-    if (spec::detail::window_pad(3, 1, pm) != 1) return false;
-    const dims od = L.out_dims(i);
+    if (spec::detail::window_pad(3, 1, pm) != 1) return std::nullopt;
     geometry g{xs[0], xs[1], ws[0], xs[2], xs[3], 0, 0};
-    if (od != dims{g.N, g.K, g.H, g.W} || !enough_channels(g.C, g.K)) return false;
+    if (L.out_dims(i) != dims{g.N, g.K, g.H, g.W} || !enough_channels(g.C, g.K)) return std::nullopt;
     const int m = tile_for(g.H, g.W);
-    if (m == 0) return false;
+    if (m == 0) return std::nullopt;
     g.th = (g.H + m - 1) / m;
     g.tw = (g.W + m - 1) / m;
+    return g;
+}
+
+// Lowers conv2d node i by Winograd where it qualifies; false: the direct
+// convolution should.
+inline bool lower(lowering& L, std::size_t i) {
+    auto qualifying = qualifying_geometry(L, i);
+    if (!qualifying) return false;
+    geometry g = *qualifying;
+    const int m = tile_for(g.H, g.W);
+    const node& n = L.at(i);
+    const dims od = L.out_dims(i);
     const auto& weights = L.cvals[static_cast<std::size_t>(n.inputs[1].node)];
     if (weights.empty() || !weights[static_cast<std::size_t>(n.inputs[1].output)]) return false;
     const auto& w = weights[static_cast<std::size_t>(n.inputs[1].output)];
