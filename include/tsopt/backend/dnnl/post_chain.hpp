@@ -200,9 +200,9 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
 
 // The operators whose steps run the operators after them as post-ops,
 // computed operands included (lower_conv2d, matmul, pooling).
+inline bool is_pooling(const node& n) { return n.is_op(spec::op_kind::maxpool) || n.is_op(spec::op_kind::avgpool); }
 inline bool heads_chains(const node& n) {
-    using K = spec::op_kind;
-    return n.is_op(K::conv2d) || n.is_op(K::matmul) || n.is_op(K::maxpool) || n.is_op(K::avgpool);
+    return n.is_op(spec::op_kind::conv2d) || n.is_op(spec::op_kind::matmul) || is_pooling(n);
 }
 
 // The step node whose post-op chain computes node o on its way to node
@@ -279,8 +279,10 @@ std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t 
                 if (!L.at(h).is_op(K::conv2d)) return true;
                 return n.is_op(K::ewadd) && L.in_shape(nx, 0) == n.shapes[0] && L.in_shape(nx, 1) == n.shapes[0] && takes_operand(h);
             };
-            if (conv && (summed || !fuses_here(i))) break;
-            summed = true;
+            if (conv) {  // one full-size operand per convolution (its sum post-op)
+                if (summed || !fuses_here(i)) break;
+                summed = true;
+            }
             if (!placed[o]) {
                 // Two chains that meet at this add or multiply (two branches
                 // summed) would each wait for the other's value, and go only
@@ -292,8 +294,8 @@ std::optional<std::size_t> chain_operand_awaited(const lowering& L, std::size_t 
                 // only where its source is not row-major, pool.hpp); else
                 // the later head.
                 const auto other = chain_head_reaching(L, o, nx);
-                auto pooling = [&](std::size_t h) { return L.at(h).is_op(K::maxpool) || L.at(h).is_op(K::avgpool); };
-                if (other && fuses_here(*other) && (pooling(i) != pooling(*other) ? pooling(i) : *other > i)) return std::nullopt;
+                const bool pools = is_pooling(head), other_pools = other && is_pooling(L.at(*other));
+                if (other && fuses_here(*other) && (pools != other_pools ? pools : *other > i)) return std::nullopt;
                 return o;
             }
             // A convolution adds a full-size operand as a sum post-op,
