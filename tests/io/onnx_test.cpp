@@ -797,6 +797,58 @@ TEST_CASE("malformed: wrong opset") {
     CHECK_THROWS_WITH_AS(ox::import_model(d.bytes()), doctest::Contains("no entry for the default ONNX domain"), error);
 }
 
+// Found by the importer's fuzz target: opsets 5 and 14 for the default
+// domain let a dead Div of [3,4,5] by [3,36,5] through the strict check
+// (ONNX Runtime reads the model at opset 5 and rejects it), and the model
+// tsopt wrote at opset 14 then failed it.
+TEST_CASE("malformed: a domain listed twice in opset_import") {
+    builder b(14);
+    b.input("x", {3, 4, 5});
+    b.input("y", {3, 36, 5});
+    b.node("Div", {"x", "y"}, {"z"});
+    b.output("y");
+    b.m.add_opset_import()->set_version(13);
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()),
+                         doctest::Contains("opset_import: the domain ai.onnx is listed twice (opsets 14 and 13)"), error);
+    builder c;
+    c.input("x", {1});
+    c.output("x");
+    for (int k = 0; k < 2; ++k) {
+        auto* o = c.m.add_opset_import();
+        o->set_domain("com.example");
+        o->set_version(1 + k);
+    }
+    CHECK_THROWS_WITH_AS(ox::import_model(c.bytes()), doctest::Contains("the domain com.example is listed twice (opsets 1 and 2)"),
+                         error);
+    builder d;  // "" and "ai.onnx" are one domain
+    d.input("x", {1});
+    d.output("x");
+    auto* o = d.m.add_opset_import();
+    o->set_domain("ai.onnx");
+    o->set_version(17);
+    CHECK_THROWS_WITH_AS(ox::import_model(d.bytes()), doctest::Contains("the domain ai.onnx is listed twice"), error);
+}
+
+// Also found by the fuzz target: the same dead Div, the graph output
+// declared [3,?,5] for the input y it names. libonnx's strict inference
+// then took [3,?,5] for y and passed the Div; tsopt wrote y as [3,36,5],
+// and its own output failed the check.
+TEST_CASE("malformed: an opaque element-wise operator whose inputs do not broadcast") {
+    builder b;
+    b.input("x", {3, 4, 5});
+    b.input("y", {3, 36, 5});
+    b.node("Div", {"x", "y"}, {"z"});
+    b.output("y");
+    CHECK_THROWS_WITH_AS(ox::import_model(b.bytes()), doctest::Contains("shapes [3,4,5] and [3,36,5] do not broadcast"), error);
+    builder c;  // broadcasting ones import, opaque
+    c.input("x", {3, 4, 5});
+    c.input("y", {4, 1});
+    c.node("Div", {"x", "y"}, {"z"});
+    c.output("z");
+    graph g = ox::import_model(c.bytes()).graph;
+    CHECK(g.shape_of(g.outputs[0]) == shape{3, 4, 5});
+}
+
 TEST_CASE("malformed: shape conflict between value_info and the operator") {
     builder b;
     b.input("x", {1, 3, 8, 8});

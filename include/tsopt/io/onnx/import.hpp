@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <span>
 #include <type_traits>
 
 // proto.hpp first: it defines ONNX_ML and ONNX_NAMESPACE, which the ONNX
@@ -48,6 +49,29 @@ struct model {
 };
 
 namespace detail {
+
+// ONNX's multidirectional broadcasting: the extents the shapes `in`
+// broadcast to, or an error naming them (`who`: the node) where they do not.
+inline shape broadcast_shapes(std::span<const shape> in, const std::string& who) {
+    int rank = 0;
+    for (const shape& s : in) rank = std::max(rank, s.rank);
+    shape out;
+    for (int d = 0; d < rank; ++d) {
+        std::int64_t e = 1;
+        for (const shape& s : in) {
+            const int at = d - (rank - s.rank);
+            const std::int64_t x = at >= 0 ? s[at] : 1;
+            if (x != 1 && e != 1 && x != e) {
+                std::string shapes;
+                for (const shape& q : in) shapes += (shapes.empty() ? "" : " and ") + q.str();
+                throw error(who + ": shapes " + shapes + " do not broadcast");
+            }
+            if (x != 1) e = x;
+        }
+        out.push_back(e);
+    }
+    return out;
+}
 
 struct declared_shape {
     std::int32_t elem = 0;
@@ -183,10 +207,20 @@ private:
                         type_name(t.data_type()) + ") need " + std::to_string(n * size));
     }
 
+    // A domain listed twice is refused: readers disagree on which entry
+    // counts (ONNX Runtime takes the first, libonnx's inference one that let
+    // Div of [3,4,5] by [3,36,5] through at opset 5), so the model would mean
+    // one thing here and another to the runtime reading tsopt's output.
     std::int64_t check_opset(model& r) const {
         std::int64_t v = -1;
+        std::map<std::string, std::int64_t> seen;
         for (const auto& o : m_.opset_import()) {
-            if (o.domain().empty() || o.domain() == "ai.onnx") v = o.version();
+            const bool onnx_domain = o.domain().empty() || o.domain() == "ai.onnx";
+            const std::string domain = onnx_domain ? std::string("ai.onnx") : o.domain();
+            if (auto [at, fresh] = seen.try_emplace(domain, o.version()); !fresh)
+                throw error("opset_import: the domain " + domain + " is listed twice (opsets " + std::to_string(at->second) +
+                            " and " + std::to_string(o.version()) + "); a model imports each domain once");
+            if (onnx_domain) v = o.version();
             else r.other_opsets.push_back({o.domain(), o.version()});
         }
         if (v < 0) throw error("opset_import: no entry for the default ONNX domain (ai.onnx)");
@@ -601,22 +635,10 @@ private:
         // Element-wise over broadcast inputs (ONNX's multidirectional
         // broadcasting); booleans are 0 / 1.
         auto elementwise = [&](const std::vector<const folded<T>*>& args, auto&& f) {
-            int r = 0;
-            for (auto* p : args) r = std::max(r, p->s.rank);
-            for (int d = 0; d < r; ++d) {
-                std::int64_t e = 1;
-                for (auto* p : args) {
-                    const int dp = d - (r - p->s.rank);
-                    const std::int64_t ep = dp >= 0 ? p->s[dp] : 1;
-                    if (ep != 1 && e != 1 && ep != e) {
-                        std::string shapes;
-                        for (auto* q : args) shapes += (shapes.empty() ? "" : " and ") + q->s.str();
-                        throw error(who + ": shapes " + shapes + " do not broadcast");
-                    }
-                    if (ep != 1) e = ep;
-                }
-                out.s.push_back(e);
-            }
+            std::vector<shape> extents;
+            for (auto* p : args) extents.push_back(p->s);
+            out.s = broadcast_shapes(extents, who);
+            const int r = out.s.rank;
             if (too_large(out.s.elements())) return false;
             const std::int64_t n = out.s.elements();
             std::vector<std::vector<T>> at(args.size());
@@ -1473,6 +1495,35 @@ private:
         return g_.add(*k, p, std::move(ins), label);
     }
 
+    // An ONNX operator that broadcasts its inputs multidirectionally, kept
+    // opaque, whose inputs' extents do not broadcast: refused by name, as
+    // ONNX Runtime refuses it. libonnx's strict inference can miss it (a
+    // graph output declared with a free extent stands in for the input it
+    // names), so the model was taken and the one tsopt wrote refused.
+    void check_broadcast(const pb::NodeProto& n, const std::string& who) {
+        static constexpr std::string_view broadcasting[] = {
+            "Add", "Sub", "Mul", "Div", "Pow", "Mod", "And", "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual",
+            "LessOrEqual", "BitShift", "Max", "Min", "Mean", "Sum", "Where", "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+        if (!(n.domain().empty() || n.domain() == "ai.onnx") ||
+            std::find(std::begin(broadcasting), std::end(broadcasting), n.op_type()) == std::end(broadcasting))
+            return;
+        std::vector<shape> in;
+        for (int i = 0; i < n.input_size(); ++i) {
+            const std::string& nm = n.input(i);
+            if (nm.empty()) continue;
+            auto it = syms_.find(nm);
+            if (it == syms_.end()) return;  // as_value names it
+            if (it->second.v) in.push_back(g_.shape_of(*it->second.v));
+            else if (it->second.c && it->second.c->dims_size() <= max_rank) {
+                shape c;
+                for (auto d : it->second.c->dims()) c.push_back(d);
+                in.push_back(c);
+            } else
+                return;  // more axes than tsopt's shapes hold: libonnx's inference judges
+        }
+        (void)broadcast_shapes(in, who);
+    }
+
     std::vector<value> make_opaque(const pb::NodeProto& n, const std::string& who) {
         auto op = std::make_shared<opaque_op>();
         op->type = n.op_type();
@@ -1483,6 +1534,7 @@ private:
                 throw error(who + ": attribute name '" + at.name() + "' is reserved by tsopt");
             *blob.add_attribute() = at;
         }
+        check_broadcast(n, who);
         std::vector<value> ins;
         for (int i = 0; i < n.input_size(); ++i) {
             const std::string& nm = n.input(i);
