@@ -10,5 +10,8 @@ rm -rf "$work"; mkdir -p "$work/corpus" "$work/artifacts"
 cd "$work"
 # A fixed seed and a bounded number of runs make the run reproducible (CI
 # must not fail by luck); the time limit still bounds it on a slow machine.
+# -error_exitcode: libFuzzer's default for a crash is 77, which meson reads
+# as a skipped test: a crash it found was reported as SKIP.
 exec "$fuzzer" -seed="${TSOPT_FUZZ_SEED:-1}" -runs="${TSOPT_FUZZ_RUNS:-150000}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+     -error_exitcode=1 \
      -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$work/corpus" "$seeds"
