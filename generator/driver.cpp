@@ -811,9 +811,7 @@ run_result run(const run_config& c) {
                     lk.lock();
                 }
             };
-            // A Z3 non-proof derived once more from the rules proven so far
-            // (within a chunk: in order on this thread, so the outcome does
-            // not depend on --threads).
+            // A Z3 non-proof derived once more from the rules proven so far.
             auto rederive = [&](std::size_t i, int depth) {
                 if (status[i] != 1 && status[i] != 2) return;
                 auto d0 = std::chrono::steady_clock::now();
@@ -837,6 +835,32 @@ run_result run(const run_config& c) {
             auto took = [&](std::size_t b, std::size_t e, auto&& at) {
                 if (!positions) return share(b, e, at);
                 return end_of_draws(e - b, [&](std::size_t k) { return at(b + k); });
+            };
+            // Rederive positions [b, e) of a list on every thread of every
+            // process, the threads drawing them from one counter (or taking
+            // this process's share) as the passes do: the base does not
+            // change while they run, so each outcome depends on its
+            // candidate alone. `depth(j)`: the search depth at position j.
+            // Returns the ids this process took.
+            auto rederive_positions = [&](const std::vector<std::size_t>& list, std::size_t b, std::size_t e, auto&& depth) {
+                const std::size_t first = first_of_share(b, rank, procs);
+                std::atomic<std::size_t> at{0};
+                auto next_j = [&] { return positions ? b + draw(e - b) : first + at.fetch_add(1) * procs; };
+                auto work = [&] {
+                    try {
+                        for (std::size_t j; (j = next_j()) < e && !failed;) rederive(list[j], depth(j));
+                    } catch (...) {
+                        std::lock_guard lk(cm);
+                        if (!failure) failure = std::current_exception();
+                        failed = true;
+                    }
+                };
+                timed([&] {
+                    std::vector<std::jthread> helpers;
+                    for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
+                    work();
+                });
+                return took(b, e, [&](std::size_t k) { return list[k]; });
             };
             for (std::size_t b = resume_at; b < ps.size() && !failed; b = chunk_end) {
                 chunk_begin = b;
@@ -871,13 +895,14 @@ run_result run(const run_config& c) {
                     }
                     // Before giving up on the chunk's Z3 non-proofs: derivation
                     // again, now with the rules its own proofs added (one step
-                    // of the transposed mirror and an axiom, say).
-                    auto mine = share(b, chunk_end, of_order);
-                    timed([&] {
-                        for (auto i : mine)
-                            if (!failed) rederive(i, -1);
-                    });
-                    if (!exchange(mine)) break;
+                    // of the transposed mirror and an axiom, say). Every
+                    // process lists the same ones: it holds every outcome.
+                    std::vector<std::size_t> non_proofs;
+                    for (std::size_t k = b; k < chunk_end; ++k)
+                        if (status[order[k]] == 1 || status[order[k]] == 2) non_proofs.push_back(order[k]);
+                    if (!non_proofs.empty() &&
+                        !exchange(rederive_positions(non_proofs, 0, non_proofs.size(), [](std::size_t) { return -1; })))
+                        break;
                 }
                 if (!c.checkpoint.empty() && rank == 0 &&
                     (chunk_end == ps.size() ||
@@ -908,28 +933,10 @@ run_result run(const run_config& c) {
                 // inside the pass however fast this machine runs it.
                 const char* kill_after = std::getenv("TSOPT_GEN_TEST_KILL_AFTER_FINAL_SLICES");
                 int slices_written = 0;
-                auto of_left = [&](std::size_t k) { return fin.left[k]; };
                 for (std::size_t fb = fin.at; !fin.done && !failed;) {
                     const std::size_t fe = std::min(fin.left.size(), fb + chunk);
-                    const std::size_t first = first_of_share(fb, rank, procs);
-                    std::atomic<std::size_t> at{0};
-                    auto next_j = [&] { return positions ? fb + draw(fe - fb) : first + at.fetch_add(1) * procs; };
-                    auto work = [&] {
-                        try {
-                            for (std::size_t j; (j = next_j()) < fe && !failed;)
-                                rederive(fin.left[j], j < c.final_derive_limit ? c.final_derive_depth : -1);
-                        } catch (...) {
-                            std::lock_guard lk(cm);
-                            if (!failure) failure = std::current_exception();
-                            failed = true;
-                        }
-                    };
-                    timed([&] {
-                        std::vector<std::jthread> helpers;
-                        for (unsigned t = 1; t < nt; ++t) helpers.emplace_back(work);
-                        work();
-                    });
-                    if (!exchange(took(fb, fe, of_left))) break;
+                    auto depth = [&](std::size_t j) { return j < c.final_derive_limit ? c.final_derive_depth : -1; };
+                    if (!exchange(rederive_positions(fin.left, fb, fe, depth))) break;
                     fin.at = fb = fe;
                     fin.done = fe == fin.left.size();
                     rep.update("final derivation pass over the " + std::to_string(fin.left.size()) + " Z3 non-proofs (" +
