@@ -198,9 +198,10 @@ inline post_chain fusible_chain(lowering& L, std::size_t i, std::int64_t C, bool
     return c;
 }
 
+inline bool is_pooling(const node& n) { return n.is_op(spec::op_kind::maxpool) || n.is_op(spec::op_kind::avgpool); }
+
 // The operators whose steps run the operators after them as post-ops,
 // computed operands included (lower_conv2d, matmul, pooling).
-inline bool is_pooling(const node& n) { return n.is_op(spec::op_kind::maxpool) || n.is_op(spec::op_kind::avgpool); }
 inline bool heads_chains(const node& n) {
     return n.is_op(spec::op_kind::conv2d) || n.is_op(spec::op_kind::matmul) || is_pooling(n);
 }
