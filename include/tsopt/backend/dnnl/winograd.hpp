@@ -66,6 +66,7 @@ struct geometry {
     std::int64_t N = 1, C = 0, K = 0, H = 0, W = 0;
     std::int64_t th = 0, tw = 0;  // tiles per column / row of one image
     strides in{}, out{};
+    int m = 0;  // the output tile's side, F(m x m, 3 x 3) (tile_for)
     std::int64_t tiles() const { return N * th * tw; }
 };
 
@@ -339,10 +340,10 @@ inline std::optional<geometry> qualifying_geometry(const lowering& L, std::size_
     if (spec::detail::window_pad(3, 1, pm) != 1) return std::nullopt;
     geometry g{xs[0], xs[1], ws[0], xs[2], xs[3], 0, 0};
     if (L.out_dims(i) != dims{g.N, g.K, g.H, g.W} || !enough_channels(g.C, g.K)) return std::nullopt;
-    const int m = tile_for(g.H, g.W);
-    if (m == 0) return std::nullopt;
-    g.th = (g.H + m - 1) / m;
-    g.tw = (g.W + m - 1) / m;
+    g.m = tile_for(g.H, g.W);
+    if (g.m == 0) return std::nullopt;
+    g.th = (g.H + g.m - 1) / g.m;
+    g.tw = (g.W + g.m - 1) / g.m;
     return g;
 }
 
@@ -352,7 +353,7 @@ inline bool lower(lowering& L, std::size_t i) {
     auto qualifying = qualifying_geometry(L, i);
     if (!qualifying) return false;
     geometry g = *qualifying;
-    const int m = tile_for(g.H, g.W);
+    const int m = g.m;
     const node& n = L.at(i);
     const dims od = L.out_dims(i);
     const auto& weights = L.cvals[static_cast<std::size_t>(n.inputs[1].node)];
