@@ -94,6 +94,24 @@ TEST_CASE("listings without provenance are refused, naming the file and what is 
     CHECK(error_of(ours + proof_record() + "bad: (bogus ?x) => ?x\n").find("test.txt:3") != std::string::npos);
 }
 
+TEST_CASE("a rule nested past the parser's limit is an error, not a stack overflow") {
+    const std::string ours = "# spec-hash: " + spec::spec_hash() + "\n" + proof_record();
+    auto nested = [](int levels) {
+        std::string s;
+        for (int k = 0; k < levels; ++k) s += "(relu ";
+        s += "?x";
+        return s + std::string(static_cast<std::size_t>(levels), ')');
+    };
+    // 200,000 levels overflowed the stack before the limit.
+    auto deep = error_of(ours + "deep: " + nested(200000) + " => ?x\n");
+    CHECK(deep.find("test.txt:3") != std::string::npos);
+    CHECK(deep.find("nested deeper than 256 levels") != std::string::npos);
+    CHECK(error_of(ours + "deep: (relu ?x) => " + nested(257) + "\n").find("nested deeper than 256") != std::string::npos);
+    // Up to the limit a rule loads.
+    auto ok = rules::parse_listing(ours + "deep: " + nested(256) + " => " + nested(255) + "\n", "test.txt");
+    CHECK(ok.rules().size() == 1);
+}
+
 TEST_CASE("a missing file is an error that names it") {
     CHECK_THROWS_WITH_AS(rules::load_listing("/nonexistent/rules.txt"), doctest::Contains("/nonexistent/rules.txt"), error);
 }

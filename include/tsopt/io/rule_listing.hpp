@@ -177,6 +177,11 @@ private:
             return spec::var_ref(it->second);
         }
         expect("(");
+        // Each level is a frame of this recursion: a corrupt or hostile
+        // line nested 200,000 deep overflowed the stack (a crash, not an
+        // error). Generated rules nest a few levels.
+        if (++depth_ > max_nesting) fail("operators nested deeper than " + std::to_string(max_nesting) + " levels");
+        struct leave { int& d; ~leave() { --d; } } left{depth_};
         std::string opname = ident();
         auto k = spec::find_op(opname);
         if (!k) fail("unknown operator '" + opname + "'");
@@ -241,9 +246,11 @@ private:
         return spec::pconst(static_cast<std::int32_t>(v));
     }
 
+    static constexpr int max_nesting = 256;
     std::string_view s_;
     std::string where_;
     std::size_t pos_ = 0;
+    int depth_ = 0;
     std::vector<spec::pattern_node>* nodes_ = nullptr;
     std::map<std::string, int>* vars_ = nullptr;
     bool may_add_ = true;
