@@ -568,8 +568,20 @@ run_result run(const run_config& c) {
                << "), rlimit " << c.rlimit << ", max-instances " << c.max_instances << ", mbqi " << c.mbqi << ", transposed "
                << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
+            // A reused solver's verdicts depend on which queries it answered
+            // since its last restart: on where they are dealt (by position,
+            // over every worker of the team) and on when it restarts.
+            if (c.reuse_solver)
+                id << ", reuse-solver over " << nt * procs << " workers restarting every " << c.solver_restart_chunks
+                   << " chunks";
             return id.str();
         }();
+        // Where a checkpoint may be written and resumed: any chunk's end,
+        // but under --reuse-solver only where every solver starts afresh
+        // (a resumed run's solvers are fresh), and the end of the last chunk.
+        auto restarts_at = [&](std::size_t at) {
+            return at == ps.size() || !c.reuse_solver || (c.solver_restart_chunks && at / chunk % c.solver_restart_chunks == 0);
+        };
         auto write_checkpoint = [&](std::size_t at) {
             byte_writer w;
             w.text(checkpoint_magic);
@@ -618,6 +630,9 @@ run_result run(const run_config& c) {
                 if (at > ps.size() || (at % chunk != 0 && at != ps.size()))
                     throw error("its position " + std::to_string(at) + " is no chunk boundary of " + std::to_string(ps.size()) +
                                 " candidates");
+                if (!restarts_at(static_cast<std::size_t>(at)))
+                    throw error("its position " + std::to_string(at) + " is no chunk where the solvers restart (every " +
+                                std::to_string(c.solver_restart_chunks) + " chunks of " + std::to_string(chunk) + ")");
                 if (rd.pod<std::uint64_t>() != at) throw error("it holds another number of outcomes than its position");
                 for (std::size_t k = 0; k < at; ++k) take_outcome(rd, false);
                 if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last outcome");
@@ -699,6 +714,11 @@ run_result run(const run_config& c) {
                 ts.emplace_back([&, t] {
                     try {
                         verifier v = make_verifier(c);
+                        // Under --solver-restart, the restart period this
+                        // thread's solver was made in (a run starts, or
+                        // resumes, at the beginning of one).
+                        const auto period = [&](std::size_t at) { return at / chunk / std::max(1u, c.solver_restart_chunks); };
+                        std::size_t solver_period = period(resume_at);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
                             const auto& p = fw_ok[i] ? fws[i] : bws[i];
@@ -774,6 +794,10 @@ run_result run(const run_config& c) {
                                     return positions ? draw(pending.size()) : first + next_query.fetch_add(1) * procs;
                                 };
                                 auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + workers : free_j(); };
+                                if (c.solver_restart_chunks && period(chunk_begin) != solver_period) {
+                                    v = make_verifier(c);
+                                    solver_period = period(chunk_begin);
+                                }
                                 for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
                                     else query(pending[j]);
@@ -904,7 +928,7 @@ run_result run(const run_config& c) {
                         !exchange(rederive_positions(non_proofs, 0, non_proofs.size(), [](std::size_t) { return -1; })))
                         break;
                 }
-                if (!c.checkpoint.empty() && rank == 0 &&
+                if (!c.checkpoint.empty() && rank == 0 && restarts_at(chunk_end) &&
                     (chunk_end == ps.size() ||
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >= c.checkpoint_every_s)) {
                     write_checkpoint(chunk_end);

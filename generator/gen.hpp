@@ -446,6 +446,12 @@ struct run_config {
     unsigned max_instances = 10000;  // Z3 quantifier instantiations per query (0: no cap)
     bool mbqi = true;                // Z3 model-based quantifier instantiation
     bool reuse_solver = false;       // verifier::reuse_solver; Z3 queries dealt to threads by position
+    // Under reuse_solver: every thread's solver starts afresh (a new Z3
+    // context, the axioms asserted again) at every this-many-th chunk of
+    // derive_chunk candidates, so a verdict depends only on the queries
+    // since the last restart, which a run resumed there asks again: what
+    // lets --checkpoint resume such a run (0: never).
+    unsigned solver_restart_chunks = 0;
     bool try_transposed = true;      // verifier::try_transposed: the transposed mirror before giving up
     // Incremental verification: before Z3, try to derive each candidate from
     // the rules proven so far (candidates in increasing size, in chunks).

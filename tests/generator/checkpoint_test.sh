@@ -5,8 +5,11 @@
 # (FILE.candidates), and ends with the listing
 # and header of an uninterrupted run; so does one over MPI ranks (when
 # tsopt-gen-mpi is given), and one killed between two fingerprint
-# partitions. A checkpoint from other options, a corrupt one (of either
-# file), and --reuse-solver are refused by name.
+# partitions; so does one under --reuse-solver whose solvers restart every
+# few chunks (--solver-restart), killed after a chunk where they restart. A
+# checkpoint from other options (for a reused solver: another thread count),
+# a corrupt one (of either file), and --reuse-solver without --solver-restart
+# are refused by name.
 # usage: checkpoint_test.sh TSOPT_GEN [TSOPT_GEN_MPI MPIRUN]
 gen="$1"; genmpi="$2"; mpirun="$3"
 dir=$(mktemp -d) || exit 1
@@ -61,7 +64,7 @@ expect_error() {  # expect_error WHAT PATTERN CMD...
 expect_error "a checkpoint of other options" "written by another run" "$gen" $args --seed 5 --checkpoint "$dir/one.ck"
 head -c 100 "$dir/one.ck" > "$dir/cut.ck"
 expect_error "a truncated checkpoint" "--checkpoint $dir/cut.ck" "$gen" $args --checkpoint "$dir/cut.ck"
-expect_error "--reuse-solver" "--checkpoint with --reuse-solver" "$gen" $args --reuse-solver --checkpoint "$dir/r.ck"
+expect_error "--reuse-solver without --solver-restart" "add --solver-restart N" "$gen" $args --reuse-solver --checkpoint "$dir/r0.ck"
 head -c 300 "$dir/one.ck.candidates" > "$dir/cutc.ck.candidates"
 expect_error "a truncated candidates checkpoint" "--checkpoint $dir/cutc.ck.candidates" "$gen" $args --checkpoint "$dir/cutc.ck"
 # Killed inside the final derivation pass (after the checkpoint of its first
@@ -83,6 +86,29 @@ for f in txt hpp; do
   if cmp -s "$dir/fref.$f" "$dir/f.$f"; then echo "ok: .$f identical: killed inside the final derivation pass, then resumed"
   else echo "FAIL: .$f differs after resuming inside the final derivation pass"; diff "$dir/fref.$f" "$dir/f.$f" | head -10; fail=1; fi
 done
+# --reuse-solver: a solver's verdicts depend on the queries it answered
+# since it started, so with --solver-restart 2 (chunks of 2 candidates) the
+# checkpoints are written only every 4 candidates, where every solver starts
+# afresh, and a run resumed there asks its solvers what the uninterrupted
+# run's were asked since then.
+rargs="$args --reuse-solver --solver-restart 2 --derive-chunk 2"
+"$gen" $rargs --listing "$dir/rref.txt" --header "$dir/rref.hpp" || { echo "FAIL: uninterrupted --reuse-solver run exited $?"; exit 1; }
+kill_after_checkpoint "$dir/r.ck" 9 "$gen" $rargs --checkpoint "$dir/r.ck" --checkpoint-every-s 0 --listing "$dir/rkilled.txt"
+"$gen" $rargs --checkpoint "$dir/r.ck" --listing "$dir/r.txt" --header "$dir/r.hpp" --summary "$dir/r.json" ||
+  { echo "FAIL: the resumed --reuse-solver run exited $?"; exit 1; }
+at=$(sed -n 's/^ *"resumed_candidates": \([0-9]*\),*$/\1/p' "$dir/r.json")
+case "$at" in
+  ""|0) echo "FAIL: --reuse-solver: the summary does not say it resumed"; fail=1 ;;
+  *) if [ $((at % 4)) -ne 0 ] && ! grep -q '"resumed_final_pass": true' "$dir/r.json"; then
+       echo "FAIL: --reuse-solver: resumed at candidate $at, where the solvers do not restart"; fail=1
+     else echo "ok: --reuse-solver: resumed at candidate $at"; fi ;;
+esac
+for f in txt hpp; do
+  if cmp -s "$dir/rref.$f" "$dir/r.$f"; then echo "ok: .$f identical: --reuse-solver --solver-restart 2 killed after a checkpoint, then resumed"
+  else echo "FAIL: .$f differs after resuming a --reuse-solver run"; diff "$dir/rref.$f" "$dir/r.$f" | head -10; fail=1; fi
+done
+expect_error "a --reuse-solver checkpoint resumed with another thread count" "written by another run" \
+  "$gen" $rargs --threads 2 --checkpoint "$dir/r.ck"
 # Killed once the first of 4 fingerprint partitions is paired (the
 # verification checkpoint may not exist yet): the resumed run pairs only the
 # partitions after those the file holds.
