@@ -1285,6 +1285,14 @@ run_result run(const run_config& c) {
                                             " instantiations per query, a query reaching the " +
                                             std::to_string(c.timeout_ms) + " ms wall-clock guard aborts the run"
                                       : std::to_string(c.timeout_ms) + " ms per query, reaching it aborts the run";
+    // A reused solver's verdicts depend on how the queries were dealt and
+    // when the solvers restarted: the listing says so.
+    if (c.reuse_solver) {
+        const unsigned threads = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
+        limits += "; one Z3 solver per worker, " + std::to_string(threads * procs) + " workers" +
+                  (c.solver_restart_chunks ? ", restarted every " + std::to_string(c.solver_restart_chunks) + " chunks"
+                                           : std::string());
+    }
     // How the graphs were enumerated, so a snapshot says which run made it.
     std::vector<std::string> disciplines;
     if (c.o.representative_params) disciplines.push_back("representative parameters");
