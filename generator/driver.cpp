@@ -26,6 +26,11 @@
 
 namespace tsopt::gen {
 
+namespace {
+// The verification's threads per process (--threads, or the machine's).
+unsigned verify_threads(const run_config& c) { return c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency()); }
+}  // namespace
+
 #ifdef TSOPT_GEN_HAVE_VERIFIER
 namespace {
 // A verifier with the run's proof base and limits (one per thread).
@@ -412,7 +417,7 @@ run_result run(const run_config& c) {
     if (r.verified) {
 #ifdef TSOPT_GEN_HAVE_VERIFIER
         rep.begin("verify");
-        unsigned nt = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
+        unsigned nt = verify_threads(c);
         // Smallest candidates first (under a budget, the cheap proofs are not
         // lost; incremental verification derives larger candidates from the
         // smaller ones' rules), then by structure, so the order and with it
@@ -1105,7 +1110,7 @@ run_result run(const run_config& c) {
             std::vector<verify_result> res(groups.size(), verify_result{verdict::unproven, 0, {}});
             // With a team, group i goes to worker i mod (threads x processes),
             // process rank's workers being rank * nt ... rank * nt + nt - 1.
-            unsigned nt = std::max(1u, std::min<unsigned>(c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency()),
+            unsigned nt = std::max(1u, std::min<unsigned>(verify_threads(c),
                                                           static_cast<unsigned>(groups.size())));
             std::atomic<std::size_t> done{0};
             std::exception_ptr failure;
@@ -1288,8 +1293,7 @@ run_result run(const run_config& c) {
     // A reused solver's verdicts depend on how the queries were dealt and
     // when the solvers restarted: the listing says so.
     if (c.reuse_solver) {
-        const unsigned threads = c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency());
-        limits += "; one Z3 solver per worker, " + std::to_string(threads * procs) + " workers" +
+        limits += "; one Z3 solver per worker, " + std::to_string(verify_threads(c) * procs) + " workers" +
                   (c.solver_restart_chunks ? ", restarted every " + std::to_string(c.solver_restart_chunks) + " chunks"
                                            : std::string());
     }
