@@ -378,10 +378,11 @@ except (OSError, ValueError, KeyError) as e:
     expect("untimed report parses as JSON", False, repr(e))
 
 # --budget bounds measuring too: on a cold measurement cache the demo's 638
-# operators take about 2 s to measure; with --budget 0.5 those left are
-# priced by the analytical model, counted in the summary and the report, and
-# the command ends near its budget. (Its own empty cache directory: the
-# shared one is warm by now.)
+# operators take 0.05-0.5 s to measure on a Zen 5 core and about 2 s on the
+# older machines here (at --budget 0.5 a Zen 5 measured them all, and this
+# check failed); with --budget 0.02 those left are priced by the analytical
+# model, counted in the summary and the report, and the command ends near
+# its budget. (Its own empty cache directory: the shared one is warm by now.)
 rep_e = w("estimated.json")
 cold = w("cold-cache")
 shutil.rmtree(cold, ignore_errors=True)
@@ -389,15 +390,15 @@ os.makedirs(cold)
 saved_cache_dir = os.environ.get("TSOPT_CACHE_DIR")
 os.environ["TSOPT_CACHE_DIR"] = cold
 t0 = time.time()
-check("optimize cpu, cold cache, --budget 0.5", ["optimize", DEMO, "-o", w("demo.estimated.onnx"), "--backend", "cpu",
-                                                "--budget", str(0.5 * SLOWER), "--report", rep_e], 0,
+check("optimize cpu, cold cache, --budget 0.02", ["optimize", DEMO, "-o", w("demo.estimated.onnx"), "--backend", "cpu",
+                                                 "--budget", str(0.02 * SLOWER), "--report", rep_e], 0,
       stdout_has=["operators estimated, not measured", "equal"], timeout=240)
 secs = time.time() - t0
 if saved_cache_dir is None:
     del os.environ["TSOPT_CACHE_DIR"]
 else:
     os.environ["TSOPT_CACHE_DIR"] = saved_cache_dir
-expect("cold cache: the command within the budget and a margin", secs < (0.5 + 1.5) * SLOWER, f"{secs:.1f} s")
+expect("cold cache: the command within the budget and a margin", secs < (0.02 + 1.5) * SLOWER, f"{secs:.1f} s")
 try:
     with open(rep_e) as f:
         r = json.load(f)
