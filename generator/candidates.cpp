@@ -207,7 +207,7 @@ bool common_subgraph_at_outputs(const pair& p) {
     return false;
 }
 
-std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
+std::vector<packed_pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
                              const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress,
                              std::unordered_set<std::uint64_t>* renamed_so_far, process_team* team) {
     st.graphs = e.total_graphs;
@@ -385,7 +385,15 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     // fingerprint; a team's processes in rank order, which is fingerprint
     // order): the first pair of each renaming class is kept.
     if (progress) progress("rename", 0, 1);
-    std::vector<pair> ps;
+    // Kept packed; a pair whose sides each read an input the other does not
+    // has no direction a rule could take, and is left out.
+    std::vector<packed_pair> ps;
+    std::uint64_t renamed_kept = 0;
+    auto keep = [&](pair&& p) {
+        ++renamed_kept;
+        if ((p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars)) return;
+        ps.push_back(pack(p));
+    };
     std::unordered_set<std::uint64_t> renamed_here;
     auto& renamed = renamed_so_far ? *renamed_so_far : renamed_here;
     if (!team) {
@@ -393,7 +401,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         for (auto& b : per_bucket) {
             for (auto& k : b)
                 if (renamed.insert(k.renaming).second)
-                    ps.push_back(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
+                    keep(pair{materialize(e, e.graphs[k.a], o), materialize(e, e.graphs[k.b], o), std::move(k.perm)});
             std::vector<kept>().swap(b);
         }
     } else {
@@ -439,7 +447,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
         }
         for (auto& bytes : team->all_gather(pw.out)) {
             byte_reader rd{bytes};
-            while (!rd.in.empty()) ps.push_back(read_pair(rd, o));
+            while (!rd.in.empty()) keep(read_pair(rd, o));
             std::string().swap(bytes);
         }
     }
@@ -450,8 +458,7 @@ std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_st
     st.after_decomposition += n_dec;
     st.after_common_inputs += n_ci;
     st.after_common_outputs += n_co;
-    st.after_renaming += ps.size();
-    std::erase_if(ps, [](const pair& p) { return (p.a.vars & ~p.b.vars) && (p.b.vars & ~p.a.vars); });
+    st.after_renaming += renamed_kept;
     st.with_direction += ps.size();
     if (progress) progress("rename", 1, 1);
     return ps;

@@ -209,6 +209,7 @@ std::vector<tsopt::gen::input_decl> select_inputs(const std::string& list) {
 int tsopt::gen::cli_main(int argc, char** argv) {
     using namespace tsopt;
     gen::run_config c;
+    c.keep_unemitted = false;  // counted and listed as text; not kept as rules
 #ifdef TSOPT_GEN_MPI
     std::optional<gen::mpi_team> mpi;
     try {

@@ -136,6 +136,25 @@ oriented orient(const pair& p) {
     return o;
 }
 
+// Two independent 64-bit hashes of a rule's text, where a run counts or
+// de-duplicates texts it does not keep (two of a few million texts share
+// one with a probability of ~1e-25).
+using text_digest = std::pair<std::uint64_t, std::uint64_t>;
+text_digest digest_of(std::string_view text) { return {hashing::fnv1a_of(text), std::hash<std::string_view>{}(text)}; }
+
+// A candidate's two rules (source to target and back) and whether each may
+// be stated (a source without operators, or a target reading an input its
+// source does not, may not).
+struct directions {
+    rule_patterns fw, bw;
+    bool fw_ok = false, bw_ok = false;
+};
+directions directions_of(const pair& p, const options& opts) {
+    auto o = orient(p);
+    return {to_patterns(*o.src, *o.dst, o.perm, opts), to_patterns(*o.dst, *o.src, o.inv, opts),
+            !o.src->ops.empty() && (o.dst->vars & ~o.src->vars) == 0, !o.dst->ops.empty() && (o.src->vars & ~o.dst->vars) == 0};
+}
+
 // How much longer the slowest process took than the mean (1: balanced).
 double slowest_over_mean(const std::vector<double>& seconds) {
     double total = 0, slowest = 0;
@@ -157,7 +176,7 @@ std::string run_result::summary_text() const {
       << "with a valid rule direction: " << st.with_direction << "\n";
     if (verified)
         s << "incremental verification: " << derived << " derived from proven rules (no Z3 query; "
-          << derived_rules.size() << " derived rules not emitted), " << settled
+          << derived_rules_not_emitted << " derived rules not emitted), " << settled
           << " settled as not provable before Z3 (opaque constants); " << proven_transposed
           << " proven through their transposed mirror, " << derived_after_z3
           << " derived after Z3 did not prove them (from rules proven in their chunk or later)\n"
@@ -201,7 +220,7 @@ std::string run_result::summary_text() const {
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
       << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
       << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
-      << "candidates not proven (listed, never emitted): " << not_proven.size() << "\n";
+      << "candidates not proven (listed, never emitted): " << not_proven_rules << "\n";
     for (auto& p : phases) s << "phase " << p.name << ": " << seconds_text(p.seconds) << " s, peak " << p.peak_kib / 1024 << " MiB\n";
     return s.str();
 }
@@ -228,7 +247,7 @@ std::string run_result::summary_json() const {
                     {"settled", settled},
                     {"z3_queries", z3_queries},
                     {"max_z3_memory_mb", max_z3_memory_mb},
-                    {"derived_rules_not_emitted", derived_rules.size()},
+                    {"derived_rules_not_emitted", derived_rules_not_emitted},
                     {"proven", proven},
                     {"unproven", unproven},
                     {"timeouts", timeouts},
@@ -261,7 +280,7 @@ std::string run_result::summary_json() const {
                     {"generalized_instances", generalized_instances},
                     {"generalize_unproven", generalize_unproven},
                     {"rules_emitted", rules.size()},
-                    {"not_proven_rules", not_proven.size()},
+                    {"not_proven_rules", not_proven_rules},
                     {"phases", phase_list},
                     {"unproven_listing", unproven_listing}};
     return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -280,7 +299,7 @@ run_result run(const run_config& c) {
     // Enumeration and pairing, once per fingerprint partition (one unless
     // --partitions): only one partition's graphs are held at a time, and the
     // pairs come out in the order of a single pass.
-    std::vector<pair> ps;
+    std::vector<packed_pair> ps;
     std::unordered_set<std::uint64_t> renamed;
     phase_stat enumerated{"enumerate"}, paired{"confirm+prune"};
     auto fold = [](phase_stat& into, const phase_stat& p) {
@@ -329,7 +348,7 @@ run_result run(const run_config& c) {
             if (first_part == 0 || first_part > parts) throw error("it holds " + std::to_string(first_part) + " partitions of " + std::to_string(parts));
             r.st = rd.pod<pipeline_stats>();
             for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) renamed.insert(rd.pod<std::uint64_t>());
-            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) ps.push_back(read_pair(rd, c.o));
+            for (auto n = rd.pod<std::uint64_t>(); n > 0; --n) ps.push_back(pack(read_pair(rd, c.o)));
             if (!rd.in.empty()) throw error(std::to_string(rd.in.size()) + " bytes follow its last candidate");
         } catch (const error& e) {
             throw error("--checkpoint " + candidates_file + ": " + e.what());
@@ -355,7 +374,7 @@ run_result run(const run_config& c) {
         std::sort(keys.begin(), keys.end());  // the same bytes from every run
         for (auto k : keys) w.pod(k);
         w.pod<std::uint64_t>(ps.size());
-        for (const auto& p : ps) write_pair(w, p);
+        for (const auto& p : ps) write_pair(w, unpack(p, c.o));
         write_file(candidates_file, w.out);
     };
     for (unsigned k = first_part; k < parts; ++k) {
@@ -394,16 +413,13 @@ run_result run(const run_config& c) {
         for (const auto& bytes : c.team->all_gather(w.out)) r.rank_enumerate_seconds.push_back(byte_reader{bytes}.pod<double>());
     }
 
-    // Orientation and patterns of each surviving pair.
-    std::vector<rule_patterns> fws(ps.size()), bws(ps.size());
-    std::vector<char> fw_ok(ps.size()), bw_ok(ps.size());
-    for (std::size_t i = 0; i < ps.size(); ++i) {
-        auto o = orient(ps[i]);
-        fws[i] = to_patterns(*o.src, *o.dst, o.perm, c.o);
-        bws[i] = to_patterns(*o.dst, *o.src, o.inv, c.o);
-        fw_ok[i] = !o.src->ops.empty() && (o.dst->vars & ~o.src->vars) == 0;
-        bw_ok[i] = !o.dst->ops.empty() && (o.src->vars & ~o.dst->vars) == 0;
-    }
+    // A candidate's rules, named (the larger side the source), and the
+    // direction its Z3 query takes: computed from the packed pair where they
+    // are needed, not kept (at N=5 they would be ~2 KB a candidate).
+    auto named_rules = [&](std::size_t i, const std::string& provenance, bool proven) {
+        auto d = directions_of(unpack(ps[i], c.o), c.o);
+        return name_rules(d.fw, d.bw, d.fw_ok, d.bw_ok, provenance, proven);
+    };
 
     // 0 proven, 1 unproven (sat / gave up), 2 timeout, 3 not verified (--no-verify, budget),
     // 4 derived, 5 settled before Z3, 6 waiting for Z3 (between a chunk's two passes)
@@ -427,20 +443,30 @@ run_result run(const run_config& c) {
         // two renamed copies the renaming step kept (the first in
         // fingerprint order) moves a candidate in the order.
         std::vector<std::size_t> order(ps.size());
-        std::vector<std::pair<std::string, std::string>> keys(ps.size());
-        const auto renamings = input_renamings(c.o);
-        for (std::size_t i = 0; i < order.size(); ++i) {
-            order[i] = i;
-            for (std::size_t r = 0; r < renamings.size(); ++r) {
-                std::pair<std::string, std::string> k{structural_text(ps[i].a, renamings[r]), structural_text(ps[i].b, renamings[r])};
-                if (k.second < k.first) std::swap(k.first, k.second);  // and whichever side orient() makes the source
-                if (r == 0 || k < keys[i]) keys[i] = std::move(k);
+        std::uint64_t order_digest = 0;  // of the keys in this order: a checkpoint's identity
+        {
+            std::vector<std::pair<std::string, std::string>> keys(ps.size());
+            const auto renamings = input_renamings(c.o);
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                order[i] = i;
+                const pair p = unpack(ps[i], c.o);
+                for (std::size_t r = 0; r < renamings.size(); ++r) {
+                    std::pair<std::string, std::string> k{structural_text(p.a, renamings[r]), structural_text(p.b, renamings[r])};
+                    if (k.second < k.first) std::swap(k.first, k.second);  // and whichever side orient() makes the source
+                    if (r == 0 || k < keys[i]) keys[i] = std::move(k);
+                }
             }
-        }
-        std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) {
-            auto sx = ps[x].a.ops.size() + ps[x].b.ops.size(), sy = ps[y].a.ops.size() + ps[y].b.ops.size();
-            return sx != sy ? sx < sy : keys[x] < keys[y];
-        });
+            std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) {
+                auto sx = ps[x].ops.size(), sy = ps[y].ops.size();
+                return sx != sy ? sx < sy : keys[x] < keys[y];
+            });
+            hashing::fnv1a f;
+            for (auto i : order) {
+                f.text(keys[i].first);
+                f.text(keys[i].second);
+            }
+            order_digest = f.value;
+        }  // the keys released: at N=5 they are ~1 GiB
         std::atomic<std::size_t> next{0}, done{0};
         std::atomic<std::uint64_t> n_proven{0}, n_to{0}, n_derived{0};
         std::vector<double> secs(ps.size(), 0), dsecs(ps.size(), 0);
@@ -563,13 +589,8 @@ run_result run(const run_config& c) {
             std::size_t at = 0;
         } fin;
         const std::string identity = [&] {
-            hashing::fnv1a f;
-            for (auto i : order) {
-                f.text(keys[i].first);
-                f.text(keys[i].second);
-            }
             std::ostringstream id;
-            id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << hashing::hex(f.value)
+            id << "spec " << r.spec_hash << ", " << ps.size() << " candidates (digest " << hashing::hex(order_digest)
                << "), rlimit " << c.rlimit << ", max-instances " << c.max_instances << ", mbqi " << c.mbqi << ", transposed "
                << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
@@ -658,7 +679,7 @@ run_result run(const run_config& c) {
             if (c.derive)
                 for (std::size_t k = 0; k < resume_at; ++k)
                     if (status[order[k]] == 0)
-                        for (auto& er : name_rules(fws[order[k]], bws[order[k]], fw_ok[order[k]], bw_ok[order[k]], "", true))
+                        for (auto& er : named_rules(order[k], "", true))
                             base.add(er.r);
             r.resumed = resume_at;
             r.resumed_final_pass = fin.done;
@@ -726,7 +747,8 @@ run_result run(const run_config& c) {
                         std::size_t solver_period = period(resume_at);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
-                            const auto& p = fw_ok[i] ? fws[i] : bws[i];
+                            const auto d = directions_of(unpack(ps[i], c.o), c.o);
+                            const auto& p = d.fw_ok ? d.fw : d.bw;
                             candidate cand{p.src, p.dst, p.src_out, p.dst_out};
                             auto res = v.prove(cand);
                             if (res.wall_clock)
@@ -768,7 +790,7 @@ run_result run(const run_config& c) {
                                     bool derived = false;
                                     if (c.derive) {
                                         auto d0 = std::chrono::steady_clock::now();
-                                        derived = base.derivable(ps[i], &derived_from[i]);
+                                        derived = base.derivable(unpack(ps[i], c.o), &derived_from[i]);
                                         dsecs[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
                                     }
                                     if (derived) {
@@ -779,7 +801,7 @@ run_result run(const run_config& c) {
                                         continue;
                                     }
                                     if (c.settle_opaque) {
-                                        if (auto why = opaque_constants_refute(ps[i], c.o); !why.empty()) {
+                                        if (auto why = opaque_constants_refute(unpack(ps[i], c.o), c.o); !why.empty()) {
                                             status[i] = 5;
                                             details[i] = why;
                                             n_to.fetch_add(1, std::memory_order_relaxed);
@@ -847,7 +869,7 @@ run_result run(const run_config& c) {
                 // a second.
                 if ((status[i] != 1 && status[i] != 2) || over_budget()) return;
                 auto d0 = std::chrono::steady_clock::now();
-                bool derived = base.derivable(ps[i], &derived_from[i], depth);
+                bool derived = base.derivable(unpack(ps[i], c.o), &derived_from[i], depth);
                 dsecs[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
                 if (!derived) return;
                 status[i] = 4;
@@ -923,7 +945,7 @@ run_result run(const run_config& c) {
                     for (std::size_t k = b; k < chunk_end; ++k) {
                         std::size_t i = order[k];
                         if (status[i] != 0) continue;
-                        for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", true)) base.add(er.r);
+                        for (auto& er : named_rules(i, "", true)) base.add(er.r);
                     }
                     // Before giving up on the chunk's Z3 non-proofs: derivation
                     // again, now with the rules its own proofs added (one step
@@ -1031,7 +1053,7 @@ run_result run(const run_config& c) {
             std::ostringstream log;
             log << "# verdict\tseconds\trlimit_used\tinstantiations\tmax_memory_mb\trule (timeout-ms " << c.timeout_ms << ", rlimit " << c.rlimit << ")\n";
             for (std::size_t i = 0; i < ps.size(); ++i) {
-                auto named = name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], "", false);
+                auto named = named_rules(i, "", false);
                 log << names[status[i]] << '\t' << secs[i] << '\t' << used[i] << '\t' << inst[i] << '\t' << mem[i] << '\t'
                     << (named.empty() ? std::string("?") : io::format_rule_line(named[0].r)) << '\n';
             }
@@ -1074,38 +1096,56 @@ run_result run(const run_config& c) {
     // One entry per rule text: a rule stated by several candidates keeps the
     // strongest provenance (Z3 over derived), whatever order they come in.
     std::map<std::string, emitted_rule> by_z3, by_derivation;
-    std::set<std::string> texts_np;
+    // Derived rules neither emitted nor kept (keep_unemitted) are counted
+    // by their texts' digests, each with whether its source is connected.
+    const bool derived_named = c.emit_derived || c.keep_unemitted;
+    std::vector<std::pair<text_digest, bool>> derived_digests;
+    std::set<text_digest> texts_np;
     for (std::size_t i = 0; i < ps.size(); ++i) {
         if (status[i] == 0) {
-            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], z3_provenance(i), true))
+            for (auto& er : named_rules(i, z3_provenance(i), true))
                 by_z3.try_emplace(er.r.text, std::move(er));
             continue;
         }
         if (status[i] == 4) {
-            for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], derived_provenance(i), true))
-                by_derivation.try_emplace(er.r.text, std::move(er));
+            if (derived_named)
+                for (auto& er : named_rules(i, derived_provenance(i), true)) by_derivation.try_emplace(er.r.text, std::move(er));
+            else
+                for (auto& er : named_rules(i, "", true)) derived_digests.emplace_back(digest_of(er.r.text), source_connected(er.r));
             continue;
         }
         // Listed for inspection only (JSON, --unproven file); never in the header or rules.txt.
-        for (auto& er : name_rules(fws[i], bws[i], fw_ok[i], bw_ok[i], unprov, false))
-            if (texts_np.insert(er.r.text).second) {
+        for (auto& er : named_rules(i, unprov, false))
+            if (texts_np.insert(digest_of(er.r.text)).second) {
                 r.unproven_listing.push_back(std::string(verdicts[status[i]]) + ": " + io::format_rule_line(er.r) +
                                              (details[i].empty() ? "" : "  (" + details[i] + ")"));
-                r.not_proven.push_back(std::move(er));
+                ++r.not_proven_rules;
+                if (c.keep_unemitted) r.not_proven.push_back(std::move(er));
             }
     }
+    std::set<text_digest>().swap(texts_np);
     for (auto* m : {&by_z3, &by_derivation})
         std::erase_if(*m, [&](const auto& e) {
             if (source_connected(e.second.r)) return false;
             ++r.disconnected_sources;
             return true;
         });
+    std::sort(derived_digests.begin(), derived_digests.end());
+    derived_digests.erase(std::unique(derived_digests.begin(), derived_digests.end(),
+                                      [](const auto& x, const auto& y) { return x.first == y.first; }),
+                          derived_digests.end());
+    std::erase_if(derived_digests, [&](const auto& d) {
+        if (d.second) return false;
+        ++r.disconnected_sources;
+        return true;
+    });
 #ifdef TSOPT_GEN_HAVE_VERIFIER
     if (c.generalize && r.verified && !by_z3.empty()) {
         r.phases.push_back(rep.end(std::to_string(by_z3.size()) + " proven rules named"));
         rep.begin("generalize");
         std::vector<emitted_rule> proven_rules;
-        for (auto& [text, er] : by_z3) proven_rules.push_back(er);
+        for (auto& [text, er] : by_z3) proven_rules.push_back(std::move(er));
+        by_z3.clear();  // refilled below: proven_rules holds them meanwhile
         // One Z3 query per group under the run's limits, dealt to threads by
         // position and each in a fresh context (unless --reuse-solver, as in
         // the verification): the outcome does not depend on load.
@@ -1207,7 +1247,6 @@ run_result run(const run_config& c) {
             }
             er.r.name = rule_pair_name(er.r, rev);
         }
-        by_z3.clear();
         for (std::size_t i = 0; i < proven_rules.size(); ++i)
             if (!replaced[i]) by_z3.try_emplace(proven_rules[i].r.text, std::move(proven_rules[i]));
         for (auto& [text, er] : general) by_z3.try_emplace(text, std::move(er));
@@ -1281,6 +1320,12 @@ run_result run(const run_config& c) {
         } else
             r.derived_rules.push_back(std::move(er));
     }
+    r.derived_rules_not_emitted = r.derived_rules.size();
+    if (!derived_digests.empty()) {
+        std::set<text_digest> z3_texts;
+        for (const auto& e : r.rules) z3_texts.insert(digest_of(e.r.text));
+        for (const auto& d : derived_digests) r.derived_rules_not_emitted += z3_texts.count(d.first) == 0;
+    }
     auto by_name = [](auto& x, auto& y) { return x.r.name < y.r.name; };
     std::sort(r.rules.begin(), r.rules.end(), by_name);
     std::sort(r.derived_rules.begin(), r.derived_rules.end(), by_name);
@@ -1335,7 +1380,7 @@ run_result run(const run_config& c) {
             header_error = e.what();
         }
     }
-    r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven.size()) + " not proven (not emitted)"));
+    r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven_rules) + " not proven (not emitted)"));
     if (!writes) return r;
     if (!c.unproven_out.empty()) write_file(c.unproven_out, render_unproven_listing(r.unproven_listing, r.spec_hash, head));
     if (!c.summary_out.empty()) write_file(c.summary_out, r.summary_json());

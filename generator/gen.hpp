@@ -224,6 +224,23 @@ struct pair {
     std::vector<int> perm;
 };
 
+// A candidate as it is kept between its uses: both graphs' operators and
+// value hashes and the output correspondence, in two allocations. A
+// materialized pair (shapes, producers, consumers, structural hashes per
+// tensor) is ~3 KB; N=5 keeps over a million candidates through the
+// verification, so they are kept packed (~0.3 KB) and materialized where
+// one is derived, settled, queried or named (docs/generator.md, "Memory").
+struct packed_pair {
+    std::vector<gop> ops;               // a's, then b's
+    std::vector<std::uint64_t> hashes;  // every tensor's value hash, a's then b's
+    std::uint8_t a_ops = 0, a_tensors = 0, outputs = 0;
+    std::uint16_t a_trivial = 0, b_trivial = 0;
+    std::array<std::uint8_t, 4> perm{};  // the first `outputs` entries
+};
+packed_pair pack(const pair& p);
+// The pair pack() was given (materialize() from its operators and hashes).
+pair unpack(const packed_pair& p, const options& o);
+
 struct pipeline_stats {
     std::uint64_t graphs = 0, dfs_nodes = 0, fingerprints = 0, buckets = 0, candidates = 0, confirmed = 0,
                   after_renaming = 0, after_decomposition = 0, after_common_inputs = 0, after_common_outputs = 0, with_direction = 0;
@@ -243,7 +260,7 @@ pair read_pair(byte_reader& in, const options& o);
 // With a team, `e` holds the graphs of this process's fingerprint range
 // (shuffle_to_owners): each process confirms and prunes its buckets, and
 // every process returns the same survivors.
-std::vector<pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
+std::vector<packed_pair> candidates(const enumeration& e, const options& o, pipeline_stats& st,
                              const std::function<void(const char*, std::uint64_t, std::uint64_t)>& progress = {},
                              std::unordered_set<std::uint64_t>* renamed = nullptr, process_team* team = nullptr);
 
@@ -469,6 +486,11 @@ struct run_config {
     // counted, listed in the summary, not emitted). Each names the proven
     // rules it was derived from.
     bool emit_derived = false;
+    // Keep the named rules the run does not emit (run_result::derived_rules
+    // and not_proven) for inspection. tsopt-gen does not: at N=5 they are
+    // millions of rules of ~2 KB each (docs/generator.md, "Memory"); it
+    // counts them, and lists the unproven ones as text (--unproven).
+    bool keep_unemitted = true;
     bool settle_opaque = true;       // opaque_constants_refute before Z3
     // Replace the proven instances of a rule by one rule over parameter
     // variables where Z3 proves it (generalization_groups), within the same
@@ -502,6 +524,8 @@ struct run_result {
     std::uint64_t z3_queries = 0;
     std::uint64_t max_z3_memory_mb = 0;  // Z3's "max memory" over the queries (process-wide peak)
     std::vector<emitted_rule> derived_rules;  // named derived candidates (emitted only with emit_derived)
+    // Their count (not emitted, equal texts once), kept or not (keep_unemitted).
+    std::uint64_t derived_rules_not_emitted = 0;
     std::vector<std::string> unproven_listing;  // "verdict: NAME: src => dst  (detail)"; never emitted as rules
     std::vector<emitted_rule> rules;      // Z3-proven: the header and rules.txt
     // Proven rules left out because their source is a multi-output pattern
@@ -523,6 +547,7 @@ struct run_result {
     // replaced, and generalizations Z3 did not prove (their instances stay).
     std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
+    std::uint64_t not_proven_rules = 0;   // their count, kept or not (keep_unemitted)
     double max_proof_seconds = 0;         // slowest successful proof
     // Proofs that spent over half the rlimit (without an rlimit: over half
     // the time limit): the ones a lower limit would lose.

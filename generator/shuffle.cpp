@@ -3,12 +3,21 @@
 // every graph to the process that owns its fingerprint, so that each bucket
 // of equal fingerprints is whole on one process and no process holds every
 // graph; the surviving candidate pairs are gathered to every process. In
-// checkpoints: the candidates of the finished partitions.
+// checkpoints: the candidates of the finished partitions. Packed: the
+// candidates a run keeps through its verification.
 #include "gen.hpp"
 
 namespace tsopt::gen {
 
 namespace {
+// The outputs of a graph without operators (inputs), as materialize() takes them.
+std::uint16_t trivial_of(const mgraph& g) {
+    std::uint16_t trivial = 0;
+    if (g.ops.empty())
+        for (int t : g.outputs) trivial = static_cast<std::uint16_t>(trivial | 1u << t);
+    return trivial;
+}
+
 void write_op(byte_writer& w, const gop& op) {
     w.pod(op.kind);
     w.pod(op.nin);
@@ -76,10 +85,7 @@ graph_rec read_record(byte_reader& in, enumeration& into, std::uint8_t pool) {
 // A materialized graph as bytes: its operators, parameter values and every
 // tensor's value hash (read back without evaluating it).
 void write_graph(byte_writer& w, const mgraph& g) {
-    std::uint16_t trivial = 0;
-    if (g.ops.empty())
-        for (int t : g.outputs) trivial = static_cast<std::uint16_t>(trivial | 1u << t);
-    w.pod(trivial);
+    w.pod(trivial_of(g));
     w.pod(static_cast<std::uint8_t>(g.ops.size()));
     for (const gop& op : g.ops) write_op(w, op);
     w.pod<std::uint64_t>(g.hash.size());
@@ -109,6 +115,35 @@ mgraph read_graph(byte_reader& in, const options& o) {
     return materialize(ops, trivial, std::move(hashes), o);
 }
 }  // namespace
+
+packed_pair pack(const pair& p) {
+    packed_pair k;
+    if (p.perm.size() > k.perm.size() || p.a.ops.size() > max_graph_ops || p.b.ops.size() > max_graph_ops)
+        throw error("generator: a candidate with " + std::to_string(p.perm.size()) + " outputs and " +
+                    std::to_string(p.a.ops.size()) + " + " + std::to_string(p.b.ops.size()) + " operators cannot be packed");
+    k.ops.reserve(p.a.ops.size() + p.b.ops.size());
+    k.ops.insert(k.ops.end(), p.a.ops.begin(), p.a.ops.end());
+    k.ops.insert(k.ops.end(), p.b.ops.begin(), p.b.ops.end());
+    k.hashes.reserve(p.a.hash.size() + p.b.hash.size());
+    k.hashes.insert(k.hashes.end(), p.a.hash.begin(), p.a.hash.end());
+    k.hashes.insert(k.hashes.end(), p.b.hash.begin(), p.b.hash.end());
+    k.a_ops = static_cast<std::uint8_t>(p.a.ops.size());
+    k.a_tensors = static_cast<std::uint8_t>(p.a.hash.size());
+    k.a_trivial = trivial_of(p.a);
+    k.b_trivial = trivial_of(p.b);
+    k.outputs = static_cast<std::uint8_t>(p.perm.size());
+    for (std::size_t i = 0; i < p.perm.size(); ++i) k.perm[i] = static_cast<std::uint8_t>(p.perm[i]);
+    return k;
+}
+
+pair unpack(const packed_pair& k, const options& o) {
+    const auto ops = std::span<const gop>(k.ops);
+    const auto hashes = std::span<const std::uint64_t>(k.hashes);
+    pair p{materialize(ops.first(k.a_ops), k.a_trivial, {hashes.begin(), hashes.begin() + k.a_tensors}, o),
+           materialize(ops.subspan(k.a_ops), k.b_trivial, {hashes.begin() + k.a_tensors, hashes.end()}, o),
+           std::vector<int>(k.perm.begin(), k.perm.begin() + k.outputs)};
+    return p;
+}
 
 void write_pair(byte_writer& w, const pair& p) {
     write_graph(w, p.a);

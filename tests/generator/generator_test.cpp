@@ -103,6 +103,43 @@ TEST_CASE("a record materializes with the value hashes its graph evaluates to") 
     CHECK(checked > 100);
 }
 
+TEST_CASE("a packed candidate unpacks to the pair its operators evaluate to") {
+    options o;
+    o.ops = {op_kind::conv2d, op_kind::split, op_kind::concat, op_kind::matmul, op_kind::ewadd, op_kind::iconv};
+    o.max_ops = 2;
+    o.threads = 2;
+    pipeline_stats st;
+    const auto ps = candidates(enumerate(o), o, st);
+    REQUIRE(ps.size() > 50);
+    std::size_t two_outputs = 0;
+    for (const auto& k : ps) {
+        const pair p = unpack(k, o);
+        two_outputs += p.perm.size() == 2;
+        REQUIRE(p.perm.size() == k.outputs);
+        for (const auto* g : {&p.a, &p.b}) {
+            // The graph again from its operators alone, evaluated afresh.
+            std::uint16_t trivial = 0;
+            if (g->ops.empty())
+                for (int t : g->outputs) trivial = static_cast<std::uint16_t>(trivial | 1u << t);
+            const auto again = materialize(g->ops, trivial, o);
+            CHECK(again.hash == g->hash);
+            CHECK(again.outputs == g->outputs);
+            CHECK(again.producer == g->producer);
+            CHECK(again.uses == g->uses);
+            CHECK(again.shash == g->shash);
+            CHECK(again.vars == g->vars);
+            REQUIRE(again.shapes.size() == g->shapes.size());
+            for (std::size_t t = 0; t < again.shapes.size(); ++t) CHECK(again.shapes[t] == g->shapes[t]);
+        }
+        const auto k2 = pack(p);
+        CHECK(k2.hashes == k.hashes);
+        CHECK(k2.a_ops == k.a_ops);
+        CHECK(k2.perm == k.perm);
+        CHECK(k2.ops.size() == k.ops.size());
+    }
+    CHECK(two_outputs > 0);  // the output correspondence survives packing where there is one to keep
+}
+
 TEST_CASE("Figure 4: redundant pairs are recognised") {
     options o;
     const int x = 0, y = 1;

@@ -254,6 +254,31 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     CHECK(h.find("derived from rules ") != std::string::npos);
 }
 
+TEST_CASE("a run that keeps no unemitted rules counts and lists what one that keeps them does") {
+    if (!verifier_available()) return;
+    auto c = verified_run({op_kind::ewadd, op_kind::ewmul});
+    c.o.max_ops = 3;
+    c.rlimit = 50000;  // some candidates Z3 does not prove within it
+    const auto kept = run(c);
+    c.keep_unemitted = false;  // tsopt-gen's setting
+    const auto lean = run(c);
+    CHECK(kept.derived_rules_not_emitted == kept.derived_rules.size());
+    CHECK(kept.derived_rules_not_emitted > 0);
+    CHECK(lean.derived_rules_not_emitted == kept.derived_rules_not_emitted);
+    CHECK(kept.not_proven_rules == kept.not_proven.size());
+    CHECK(kept.not_proven_rules > 0);
+    CHECK(lean.not_proven_rules == kept.not_proven_rules);
+    CHECK(lean.disconnected_sources == kept.disconnected_sources);
+    CHECK(lean.unproven_listing == kept.unproven_listing);
+    CHECK(lean.derived_rules.empty());
+    CHECK(lean.not_proven.empty());
+    REQUIRE(lean.rules.size() == kept.rules.size());
+    for (std::size_t i = 0; i < lean.rules.size(); ++i) {
+        CHECK(lean.rules[i].r.text == kept.rules[i].r.text);
+        CHECK(lean.rules[i].provenance == kept.rules[i].provenance);
+    }
+}
+
 TEST_CASE("rules equal up to the operand order of commutative operators are emitted once, commutation alone never") {
     // The keys: operands of ewadd/ewmul sorted, of anything else kept in order.
     auto key = [](const char* text) { return commutative_form(canonical_rule(text)); };
