@@ -77,9 +77,10 @@ const char* usage =
     "                     queries are dealt to threads by position: the rules are reproducible\n"
     "                     for a given --threads, not across thread counts\n"
     "  --solver-restart N under --reuse-solver, every thread's solver starts afresh every N chunks\n"
-    "                     of --derive-chunk candidates (1..1000000; default: never): a verdict then\n"
-    "                     depends only on the queries since the last restart, which --checkpoint\n"
-    "                     needs to resume such a run; the rules depend on N\n"
+    "                     of --derive-chunk candidates (0..1000000, default 64; 0: never): a verdict\n"
+    "                     then depends only on the queries since the last restart, which --checkpoint\n"
+    "                     needs to resume such a run, and Z3's memory stays bounded; the rules\n"
+    "                     depend on N\n"
     "  --checkpoint FILE  keep the verification's outcomes in FILE (rewritten atomically at a\n"
     "                     chunk's end, every --checkpoint-every-s); a run given an existing FILE\n"
     "                     resumes after the chunks (and slices of the final derivation pass) it\n"
@@ -87,8 +88,8 @@ const char* usage =
     "                     options and candidates: an error otherwise);\n"
     "                     the candidates of each paired fingerprint partition go to\n"
     "                     FILE.candidates, which a resumed run reads instead of enumerating\n"
-    "                     (with --reuse-solver: needs --solver-restart, and is written only at\n"
-    "                     the chunks where the solvers restart)\n"
+    "                     (with --reuse-solver: written only at the chunks where the solvers\n"
+    "                     restart, so not with --solver-restart 0)\n"
     "  --checkpoint-every-s S\n"
     "                     seconds between checkpoint writes (0..86400, default 60)\n"
     "  --budget-s S       overall verification budget in seconds (default: none); candidates\n"
@@ -262,7 +263,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.add_flag("--no-mbqi", no_mbqi);
     app.add_flag("--no-generalize", no_generalize);
     app.add_flag("--reuse-solver", c.reuse_solver);
-    app.add_option("--solver-restart", c.solver_restart_chunks)->check(int_within(1, 1000000));
+    app.add_option("--solver-restart", c.solver_restart_chunks)->check(int_within(0, 1000000));
     app.add_flag("--no-transposed", no_transposed);
     app.add_flag("--no-derive", no_derive);
     app.add_option("--derive-depth", c.derive_depth)->check(int_within(0, 4));
@@ -315,14 +316,14 @@ int tsopt::gen::cli_main(int argc, char** argv) {
         die("--namespace: '" + c.header_namespace + "' is not a C++ namespace name (identifiers joined by ::)");
     if (app.count("--inputs")) c.o.inputs = select_inputs(inputs);
     if (app.count("--ops")) c.o.ops = select_ops(ops);
-    if (c.solver_restart_chunks && !c.reuse_solver) die("--solver-restart: only with --reuse-solver");
+    if (app.count("--solver-restart") && !c.reuse_solver) die("--solver-restart: only with --reuse-solver");
     // A reused solver's verdicts depend on the queries it answered before,
     // which a resumed run has not asked unless the solvers restart where it
     // resumes.
     if (!c.checkpoint.empty() && c.reuse_solver && !c.solver_restart_chunks)
         die("--checkpoint with --reuse-solver: a resumed run's solvers have not answered the earlier queries, so its "
-            "verdicts could differ from an uninterrupted run's; add --solver-restart N (the solvers start afresh every "
-            "N chunks, where a resumed run starts), or checkpoint without --reuse-solver");
+            "verdicts could differ from an uninterrupted run's unless the solvers restart where it resumes: drop "
+            "--solver-restart 0 (the solvers then start afresh every 64 chunks), or checkpoint without --reuse-solver");
     if (speaks) {
         for (auto* p : {&c.header_out, &c.listing_out, &c.summary_out, &c.unproven_out, &c.query_log_out, &c.checkpoint})
             if (!p->empty()) check_writable("output", *p);

@@ -312,8 +312,14 @@ std::string render_unproven_listing(std::span<const std::string> lines, const st
       << "# spec-hash: " << hash << "\n";
     std::istringstream sum(summary);
     for (std::string line; std::getline(sum, line);) s << "# " << line << "\n";
-    for (auto& l : lines) s << "# NOT PROVEN " << l << "\n";
-    return s.str();
+    // The lines appended to one string sized up front (1.4 million at N=5
+    // under a budget: a stream's copy of them would double the peak).
+    std::string out = s.str();
+    std::size_t size = out.size();
+    for (const auto& l : lines) size += l.size() + 13;
+    out.reserve(size);
+    for (const auto& l : lines) out.append("# NOT PROVEN ").append(l).append("\n");
+    return out;
 }
 
 namespace {

@@ -8,7 +8,7 @@
 # partitions; so does one under --reuse-solver whose solvers restart every
 # few chunks (--solver-restart), killed after a chunk where they restart. A
 # checkpoint from other options (for a reused solver: another thread count),
-# a corrupt one (of either file), and --reuse-solver without --solver-restart
+# a corrupt one (of either file), and --reuse-solver with --solver-restart 0
 # are refused by name.
 # usage: checkpoint_test.sh TSOPT_GEN [TSOPT_GEN_MPI MPIRUN]
 gen="$1"; genmpi="$2"; mpirun="$3"
@@ -64,7 +64,8 @@ expect_error() {  # expect_error WHAT PATTERN CMD...
 expect_error "a checkpoint of other options" "written by another run" "$gen" $args --seed 5 --checkpoint "$dir/one.ck"
 head -c 100 "$dir/one.ck" > "$dir/cut.ck"
 expect_error "a truncated checkpoint" "--checkpoint $dir/cut.ck" "$gen" $args --checkpoint "$dir/cut.ck"
-expect_error "--reuse-solver without --solver-restart" "add --solver-restart N" "$gen" $args --reuse-solver --checkpoint "$dir/r0.ck"
+expect_error "--reuse-solver with --solver-restart 0" "drop --solver-restart 0" "$gen" $args --reuse-solver --solver-restart 0 --checkpoint "$dir/r0.ck"
+expect_error "--solver-restart without --reuse-solver" "only with --reuse-solver" "$gen" $args --solver-restart 4
 head -c 300 "$dir/one.ck.candidates" > "$dir/cutc.ck.candidates"
 expect_error "a truncated candidates checkpoint" "--checkpoint $dir/cutc.ck.candidates" "$gen" $args --checkpoint "$dir/cutc.ck"
 # Killed inside the final derivation pass (after the checkpoint of its first

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "gen.hpp"
 #include "tsopt/io/rule_listing.hpp"
 
@@ -270,6 +272,14 @@ TEST_CASE("a run that keeps no unemitted rules counts and lists what one that ke
     CHECK(lean.not_proven_rules == kept.not_proven_rules);
     CHECK(lean.disconnected_sources == kept.disconnected_sources);
     CHECK(lean.unproven_listing == kept.unproven_listing);
+    // The summary writes the listing into its text itself: it parses, and
+    // holds every line; so does one with an empty listing.
+    const auto summary = nlohmann::json::parse(lean.summary_json());
+    CHECK(summary["unproven_listing"].get<std::vector<std::string>>() == lean.unproven_listing);
+    CHECK(summary["not_proven_rules"] == lean.not_proven_rules);
+    auto none = lean;
+    none.unproven_listing.clear();
+    CHECK(nlohmann::json::parse(none.summary_json())["unproven_listing"].empty());
     CHECK(lean.derived_rules.empty());
     CHECK(lean.not_proven.empty());
     REQUIRE(lean.rules.size() == kept.rules.size());
