@@ -229,7 +229,7 @@ struct pair {
 // materialized pair (shapes, producers, consumers, structural hashes per
 // tensor) is ~3 KB; N=5 keeps over a million candidates through the
 // verification, so they are kept packed (~0.3 KB) and materialized where
-// one is derived, settled, queried or named (docs/generator.md, "Memory").
+// one is derived, settled, queried or named (docs/generator.md, "Memory at N=5").
 struct packed_pair {
     std::vector<gop> ops;               // a's, then b's
     std::vector<std::uint64_t> hashes;  // every tensor's value hash, a's then b's
@@ -470,7 +470,7 @@ struct run_config {
     // lets --checkpoint resume such a run; and a solver's memory stays
     // bounded (at N=5 Z3's grew by ~1 GiB every 160,000 candidates without
     // restarts, and stays near 50 MiB with them: docs/generator.md,
-    // "Memory"). 0: never.
+    // "Memory at N=5"). 0: never.
     unsigned solver_restart_chunks = 64;
     bool try_transposed = true;      // verifier::try_transposed: the transposed mirror before giving up
     // Incremental verification: before Z3, try to derive each candidate from
@@ -491,7 +491,7 @@ struct run_config {
     bool emit_derived = false;
     // Keep the named rules the run does not emit (run_result::derived_rules
     // and not_proven) for inspection. tsopt-gen does not: at N=5 they are
-    // millions of rules of ~2 KB each (docs/generator.md, "Memory"); it
+    // millions of rules of ~2 KB each (docs/generator.md, "Memory at N=5"); it
     // counts them, and lists the unproven ones as text (--unproven).
     bool keep_unemitted = true;
     bool settle_opaque = true;       // opaque_constants_refute before Z3
