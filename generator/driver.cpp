@@ -29,6 +29,14 @@ namespace tsopt::gen {
 namespace {
 // The verification's threads per process (--threads, or the machine's).
 unsigned verify_threads(const run_config& c) { return c.o.threads ? c.o.threads : std::max(1u, std::thread::hardware_concurrency()); }
+
+// Under --reuse-solver with --solver-restart, the restart period a position
+// falls in (a candidate's in the verification order, a generalization
+// group's): a thread's solver starts afresh where a new one begins.
+std::size_t solver_period_at(const run_config& c, std::size_t position) {
+    if (!c.reuse_solver || !c.solver_restart_chunks) return 0;
+    return position / (std::size_t{c.solver_restart_chunks} * std::max(1u, c.derive_chunk));
+}
 }  // namespace
 
 #ifdef TSOPT_GEN_HAVE_VERIFIER
@@ -753,11 +761,9 @@ run_result run(const run_config& c) {
                 ts.emplace_back([&, t] {
                     try {
                         verifier v = make_verifier(c);
-                        // Under --solver-restart, the restart period this
-                        // thread's solver was made in (a run starts, or
-                        // resumes, at the beginning of one).
-                        const auto period = [&](std::size_t at) { return at / chunk / std::max(1u, c.solver_restart_chunks); };
-                        std::size_t solver_period = period(resume_at);
+                        // The restart period this thread's solver was made in (a
+                        // run starts, or resumes, at the beginning of one).
+                        std::size_t solver_period = solver_period_at(c, resume_at);
                         std::size_t seen_gen = 0;
                         auto query = [&](std::size_t i) {
                             const auto d = directions_of(unpack(ps[i], c.o), c.o);
@@ -801,9 +807,10 @@ run_result run(const run_config& c) {
                                     if (over_budget() || failed) { done.fetch_add(1); continue; }  // stays "not verified"
                                     if (slow_here) std::this_thread::sleep_for(std::chrono::milliseconds(20));
                                     bool derived = false;
+                                    const pair p = unpack(ps[i], c.o);
                                     if (c.derive) {
                                         auto d0 = std::chrono::steady_clock::now();
-                                        derived = base.derivable(unpack(ps[i], c.o), &derived_from[i]);
+                                        derived = base.derivable(p, &derived_from[i]);
                                         dsecs[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
                                     }
                                     if (derived) {
@@ -814,7 +821,7 @@ run_result run(const run_config& c) {
                                         continue;
                                     }
                                     if (c.settle_opaque) {
-                                        if (auto why = opaque_constants_refute(unpack(ps[i], c.o), c.o); !why.empty()) {
+                                        if (auto why = opaque_constants_refute(p, c.o); !why.empty()) {
                                             status[i] = 5;
                                             details[i] = why;
                                             n_to.fetch_add(1, std::memory_order_relaxed);
@@ -834,9 +841,9 @@ run_result run(const run_config& c) {
                                     return positions ? draw(pending.size()) : first + next_query.fetch_add(1) * procs;
                                 };
                                 auto next_j = [&](std::size_t j) { return c.reuse_solver ? j + workers : free_j(); };
-                                if (c.solver_restart_chunks && period(chunk_begin) != solver_period) {
+                                if (solver_period_at(c, chunk_begin) != solver_period) {
                                     v = make_verifier(c);
-                                    solver_period = period(chunk_begin);
+                                    solver_period = solver_period_at(c, chunk_begin);
                                 }
                                 for (std::size_t j = c.reuse_solver ? rank * nt + t : free_j(); j < pending.size(); j = next_j(j))
                                     if (over_budget() || failed) { status[pending[j]] = 3; done.fetch_add(1); }
@@ -1177,18 +1184,14 @@ run_result run(const run_config& c) {
                     ts.emplace_back([&, t] {
                         try {
                             verifier v = make_verifier(c);
-                            // Under --solver-restart, afresh every restart period's
-                            // worth of groups (by position, as the queries are dealt):
-                            // at N=5 the reused solvers of 140,000 groups grew to ~4 GiB.
-                            const std::size_t period =
-                                c.reuse_solver && c.solver_restart_chunks
-                                    ? std::size_t{c.solver_restart_chunks} * std::max(1u, c.derive_chunk)
-                                    : groups.size() + 1;
+                            // Afresh at each restart period's groups too (by position,
+                            // as the queries are dealt): at N=5 the reused solvers of
+                            // 140,000 groups grew to ~4 GiB.
                             std::size_t solver_period = 0;
                             for (std::size_t i = rank * nt + t; i < groups.size(); i += nt * procs) {
-                                if (i / period != solver_period) {
+                                if (solver_period_at(c, i) != solver_period) {
                                     v = make_verifier(c);
-                                    solver_period = i / period;
+                                    solver_period = solver_period_at(c, i);
                                 }
                                 const auto& g = groups[i].general;
                                 res[i] = v.prove(candidate{g.src, g.dst, g.src_out, g.dst_out});
