@@ -305,21 +305,26 @@ std::string render_listing(std::span<const emitted_rule> rules, const std::strin
     return s.str();
 }
 
-std::string render_unproven_listing(std::span<const std::string> lines, const std::string& hash, const std::string& summary) {
+void write_unproven_listing(std::span<const std::string> lines, const std::string& hash, const std::string& summary,
+                            const text_sink& out) {
     std::ostringstream s;
     s << "# tsopt candidate listing -- NOT PROVEN, for inspection only, never applied (docs/generator.md)\n"
       << "# Every candidate is commented out: a rule listing loader reads no rule from this file.\n"
       << "# spec-hash: " << hash << "\n";
     std::istringstream sum(summary);
     for (std::string line; std::getline(sum, line);) s << "# " << line << "\n";
-    // The lines appended to one string sized up front (1.4 million at N=5
-    // under a budget: a stream's copy of them would double the peak).
-    std::string out = s.str();
-    std::size_t size = out.size();
-    for (const auto& l : lines) size += l.size() + 13;
-    out.reserve(size);
-    for (const auto& l : lines) out.append("# NOT PROVEN ").append(l).append("\n");
-    return out;
+    out(s.str());
+    for (const auto& l : lines) {
+        out("# NOT PROVEN ");
+        out(l);
+        out("\n");
+    }
+}
+
+std::string render_unproven_listing(std::span<const std::string> lines, const std::string& hash, const std::string& summary) {
+    std::string text;
+    write_unproven_listing(lines, hash, summary, [&](std::string_view piece) { text.append(piece); });
+    return text;
 }
 
 namespace {

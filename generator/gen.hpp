@@ -438,6 +438,12 @@ std::string render_listing(std::span<const emitted_rule> rules, const std::strin
 // inspection only: every rule line is commented out ("# NOT PROVEN: ..."), so
 // a listing loader reads no rule from it.
 std::string render_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary);
+// Where a large text goes piece by piece (a string, or a file through
+// io::atomic_file_writer): a budgeted N=5 run's unproven listing and summary
+// are 0.7 GiB each, too much to hold as one string beside the run's data.
+using text_sink = std::function<void(std::string_view)>;
+void write_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary,
+                            const text_sink& out);
 // The constexpr header. Throws when a rule is not proven: tsopt::rules::generated()
 // only ever returns rules proven by Z3 or derived by rewriting from such
 // rules. `unproven` is recorded as a count. `ns`: the namespace of the
@@ -576,6 +582,7 @@ struct run_result {
     std::string spec_hash;
     bool verified = false;
     std::string summary_json() const;
+    void write_summary_json(const text_sink& out) const;
     std::string summary_text() const;
 };
 bool verifier_available();

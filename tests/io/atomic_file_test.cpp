@@ -121,3 +121,61 @@ TEST_CASE("atomic file: named errors for a missing directory and a directory des
     CHECK(fs::is_fifo(d / "fifo"));
     fs::remove_all(d);
 }
+
+TEST_CASE("atomic file writer: a text written piece by piece, committed or abandoned") {
+    auto d = fresh_dir("writer");
+    auto f = d / "listing.txt";
+    tsopt::io::write_file_atomically(f, "old");
+    // Pieces below, across and above the writer's 1 MiB buffer, in order.
+    std::string expected;
+    {
+        tsopt::io::atomic_file_writer w(f);
+        for (int i = 0; i < 200000; ++i) {
+            std::string line = "line " + std::to_string(i) + "\n";
+            w.write(line);
+            expected += line;
+            if (i == 1000) {
+                std::string big(3 << 20, 'b');
+                w.write(big);
+                expected += big;
+            }
+        }
+        CHECK(read_all(f) == "old");  // nothing replaced before commit()
+        w.commit();
+        CHECK_THROWS_WITH_AS(w.write("more"), doctest::Contains("after it was committed"), tsopt::error);
+    }
+    CHECK(read_all(f) == expected);
+    CHECK(entries(d) == 1);
+    // A producer that fails: the writer is destroyed uncommitted.
+    try {
+        tsopt::io::atomic_file_writer w(f);
+        w.write(std::string(2 << 20, 'x'));
+        throw tsopt::error("producer failed");
+    } catch (const tsopt::error&) {
+    }
+    CHECK(read_all(f) == expected);
+    CHECK(entries(d) == 1);
+
+    // Cut short by ulimit -f while pieces are still coming.
+    auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    rlimit small = saved;
+    small.rlim_cur = 1 << 20;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string what;
+    try {
+        tsopt::io::atomic_file_writer w(f);
+        for (int i = 0; i < 400000; ++i) w.write("0123456789\n");
+        w.commit();
+    } catch (const tsopt::error& e) {
+        what = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous_handler);
+    CHECK(what.find("listing.txt") != std::string::npos);
+    CHECK(what.find("untouched") != std::string::npos);
+    CHECK(read_all(f) == expected);
+    CHECK(entries(d) == 1);
+    fs::remove_all(d);
+}
