@@ -51,6 +51,7 @@ graph to_graph(const mgraph& m, const options& o, bool second, std::span<const i
 struct rule_base::stored {
     io::listed_rule r;
     rewrite::rule view;
+    rewrite::match_plan plan;
     std::uint64_t ops_mask = 0;  // operator kinds the source needs
     // Domain of each parameter variable (the slots it fills, both sides):
     // the rule is proven for these values only (docs/verification.md).
@@ -85,12 +86,75 @@ rule_base::anchor anchor_of(const rewrite::rule& r) {
     }
     return a;
 }
+
+rule_base::anchor_shape shape_of(const rule_base::anchor& a) {
+    rule_base::anchor_shape s{a.num_inputs, a.constant_slots, 0};
+    for (int k = 0; k < a.num_inputs; ++k)
+        if (a.input_kind[static_cast<std::size_t>(k)] >= 0) s.operator_inputs |= 1u << k;
+    return s;
+}
+
+// The values an anchor of shape `s` fixes, hashed in one order for anchors
+// and nodes alike: a node and an anchor that agree there have one key (a
+// collision only offers rules that then match nothing).
+std::uint64_t key_start(spec::op_kind op, const rule_base::anchor_shape& s) {
+    std::uint64_t h = hashing::combine(static_cast<std::uint64_t>(op), static_cast<std::uint64_t>(s.num_inputs));
+    h = hashing::combine(h, s.constant_slots);
+    return hashing::combine(h, s.operator_inputs);
+}
+
+std::uint64_t anchor_key(const rule_base::anchor& a) {
+    const auto s = shape_of(a);
+    std::uint64_t h = key_start(a.op, s);
+    for (int k = 0; k < spec::max_params; ++k)
+        if (s.constant_slots >> k & 1) h = hashing::combine(h, static_cast<std::uint32_t>(a.constants[k]));
+    for (int k = 0; k < a.num_inputs; ++k)
+        if (s.operator_inputs >> k & 1)
+            h = hashing::combine(h, static_cast<std::uint64_t>(a.input_kind[static_cast<std::size_t>(k)]) << 8 |
+                                        static_cast<std::uint64_t>(a.input_output[static_cast<std::size_t>(k)]));
+    return h;
+}
+
+// The key of graph node n under shape s; nullopt where no anchor of that
+// shape can fit it (other arity, an operator slot fed by a non-operator).
+std::optional<std::uint64_t> node_key(const graph& g, const node& n, const rule_base::anchor_shape& s) {
+    if (n.inputs.size() != static_cast<std::size_t>(s.num_inputs)) return std::nullopt;
+    std::uint64_t h = key_start(n.op, s);
+    for (int k = 0; k < spec::max_params; ++k)
+        if (s.constant_slots >> k & 1) h = hashing::combine(h, static_cast<std::uint32_t>(n.params[k]));
+    for (int k = 0; k < s.num_inputs; ++k) {
+        if (!(s.operator_inputs >> k & 1)) continue;
+        const value v = n.inputs[static_cast<std::size_t>(k)];
+        const node& src = g.nodes[static_cast<std::size_t>(v.node)];
+        if (src.kind != node_kind::op) return std::nullopt;
+        h = hashing::combine(h, static_cast<std::uint64_t>(static_cast<int>(src.op)) << 8 | static_cast<std::uint64_t>(v.output));
+    }
+    return h;
+}
 }  // namespace
+
+void rule_base::anchors_for(const graph& g, std::uint64_t kinds_mask, std::vector<anchor_ref>& out) const {
+    out.clear();
+    for (const node& n : g.nodes) {
+        if (n.kind != node_kind::op) continue;
+        for (const auto& s : shapes_of_kind_[static_cast<std::size_t>(n.op)]) {
+            auto key = node_key(g, n, s);
+            if (!key) continue;
+            auto it = anchors_by_key_.find(*key);
+            if (it == anchors_by_key_.end()) continue;
+            for (anchor_ref r : it->second)
+                if ((groups_[static_cast<std::size_t>(r >> 32)].ops_mask & ~kinds_mask) == 0) out.push_back(r);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+}
 
 void rule_base::add(const io::listed_rule& r) {
     auto s = std::make_unique<stored>();
     s->r = r;
     s->view = s->r.view("proven rule (incremental verification)");
+    s->plan = rewrite::match_plan(s->view);
     for (const auto& n : s->r.src) s->ops_mask |= kind_bit(n.op);
     s->domains.resize(static_cast<std::size_t>(s->r.num_param_vars));
     std::vector<char> seen(s->domains.size(), 0);
@@ -120,7 +184,14 @@ void rule_base::add(const io::listed_rule& r) {
     auto a = anchor_of(s->view);
     auto& in = groups_[it->second].by_anchor;
     auto b = std::find_if(in.begin(), in.end(), [&](const anchored& x) { return x.a == a; });
-    if (b == in.end()) b = in.insert(in.end(), anchored{a, {}});
+    if (b == in.end()) {
+        const anchor_ref ref = (static_cast<anchor_ref>(it->second) << 32) | in.size();
+        b = in.insert(in.end(), anchored{a, {}});
+        const anchor_shape sh = shape_of(a);
+        auto& shapes = shapes_of_kind_[static_cast<std::size_t>(a.op)];
+        if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
+        anchors_by_key_[anchor_key(a)].push_back(ref);
+    }
     b->rules.push_back(s.get());
     rules_.push_back(std::move(s));
 }
@@ -133,23 +204,38 @@ namespace {
 // node of the graph has the kind, arity and constant parameters of the
 // source's last pattern node (where matching anchors), and its inputs at the
 // pattern's operator slots come from operators of the right kinds.
-bool may_match(const graph& g, const rewrite::graph_index& ix, const rule_base::anchor& a) {
+// `nodes`: the graph nodes the matcher is to start from, in node order:
+// those that fit the anchor in their operands' order or, for a commutative
+// operator (matched both ways), exchanged.
+bool may_match(const graph& g, const rewrite::graph_index& ix, const rule_base::anchor& a, std::vector<std::int32_t>& nodes) {
+    nodes.clear();
+    const bool commutes = a.num_inputs == 2 && spec::decl(a.op).commutative;
+    bool in_order = false;
     for (std::int32_t n : ix.of_kind(a.op)) {
         const node& gn = g.nodes[static_cast<std::size_t>(n)];
         if (gn.inputs.size() != static_cast<std::size_t>(a.num_inputs)) continue;
         bool ok = true;
         for (int k = 0; k < spec::max_params && ok; ++k)
             if (a.constant_slots >> k & 1) ok = gn.params[k] == a.constants[k];
-        for (int k = 0; k < a.num_inputs && ok; ++k) {
-            if (a.input_kind[static_cast<std::size_t>(k)] < 0) continue;
-            value v = gn.inputs[static_cast<std::size_t>(k)];
-            const node& src = g.nodes[static_cast<std::size_t>(v.node)];
-            ok = src.kind == node_kind::op && static_cast<int>(src.op) == a.input_kind[static_cast<std::size_t>(k)] &&
-                 v.output == a.input_output[static_cast<std::size_t>(k)];
-        }
-        if (ok) return true;
+        if (!ok) continue;
+        auto inputs_fit = [&](bool swapped) {
+            for (int k = 0; k < a.num_inputs; ++k) {
+                if (a.input_kind[static_cast<std::size_t>(k)] < 0) continue;
+                value v = gn.inputs[static_cast<std::size_t>(swapped ? 1 - k : k)];
+                const node& src = g.nodes[static_cast<std::size_t>(v.node)];
+                if (src.kind != node_kind::op || static_cast<int>(src.op) != a.input_kind[static_cast<std::size_t>(k)] ||
+                    v.output != a.input_output[static_cast<std::size_t>(k)])
+                    return false;
+            }
+            return true;
+        };
+        const bool here = inputs_fit(false);
+        in_order = in_order || here;
+        if (here || (commutes && inputs_fit(true))) nodes.push_back(n);
     }
-    return false;
+    // Some node must fit in its operands' order (a derivation does not yet
+    // try a rule whose only fits are exchanged: it would find more joins).
+    return in_order;
 }
 
 std::size_t operator_count(const graph& g) {
@@ -157,9 +243,11 @@ std::size_t operator_count(const graph& g) {
 }
 
 struct expander {
-    const std::vector<rule_base::group>& groups;
+    const rule_base& base;
     std::size_t max_frontier;
     std::size_t max_ops;
+    std::vector<rule_base::anchor_ref> anchors;  // reused from graph to graph
+    std::vector<std::int32_t> anchor_nodes;
     // One rewrite from every graph of the frontier; new graphs (by structural
     // hash) join `seen`, the first max_frontier of them `next`. Returns true
     // as soon as a new graph is one of `goal` (the other side's graphs).
@@ -173,7 +261,7 @@ struct expander {
     using reached = std::unordered_map<std::uint64_t, link>;
     // Returns the hash of the graph where the sides meet, if they do.
     std::optional<std::uint64_t> step(const std::vector<graph>& frontier, reached& seen, const reached& goal,
-                                      std::vector<graph>& next) const {
+                                      std::vector<graph>& next) {
         next.clear();
         for (const graph& g : frontier) {
             const auto gh = g.structural_hash();
@@ -181,21 +269,21 @@ struct expander {
             for (const node& n : g.nodes)
                 if (n.kind == node_kind::op) mask |= kind_bit(n.op);
             rewrite::graph_index ix(g);
-            for (const auto& gr : groups) {
-                if ((gr.ops_mask & ~mask) != 0) continue;
-                for (const auto& an : gr.by_anchor) {
-                    if (!may_match(g, ix, an.a)) continue;
-                    for (const auto* sp : an.rules) {
-                        const auto& s = *sp;
-                        for (const auto& m : rewrite::find_matches(ix, s.view)) {
-                            if (!in_domains(s, m)) continue;
-                            auto ng = rewrite::apply(ix, s.view, m);
-                            if (!ng || operator_count(*ng) > max_ops) continue;
-                            auto h = ng->structural_hash();
-                            if (!seen.emplace(h, link{gh, &s}).second) continue;
-                            if (goal.count(h)) return h;
-                            if (next.size() < max_frontier) next.push_back(std::move(*ng));
-                        }
+            base.anchors_for(g, mask, anchors);
+            for (rule_base::anchor_ref ref : anchors) {
+                const auto& an = base.groups()[static_cast<std::size_t>(ref >> 32)].by_anchor[ref & 0xffffffffu];
+                if (!may_match(g, ix, an.a, anchor_nodes)) continue;
+                for (const auto* sp : an.rules) {
+                    const auto& s = *sp;
+                    for (const auto& m : rewrite::find_matches(ix, s.view, std::numeric_limits<std::size_t>::max(),
+                                                               std::span<const std::int32_t>(anchor_nodes), &s.plan)) {
+                        if (!in_domains(s, m)) continue;
+                        auto ng = rewrite::apply(ix, s.view, m);
+                        if (!ng || operator_count(*ng) > max_ops) continue;
+                        auto h = ng->structural_hash();
+                        if (!seen.emplace(h, link{gh, &s}).second) continue;
+                        if (goal.count(h)) return h;
+                        if (next.size() < max_frontier) next.push_back(std::move(*ng));
                     }
                 }
             }
@@ -229,7 +317,7 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
     if (ha == hb) return true;
     expander::reached sa{{ha, {}}}, sb{{hb, {}}};
     if (rules_.empty()) return false;
-    expander ex{groups_, max_frontier_, max_ops};
+    expander ex{*this, max_frontier_, max_ops, {}, {}};
     std::vector<graph> fa{a}, fb{b}, next;
     auto joined = [&](std::uint64_t h) {
         if (used) {

@@ -142,21 +142,28 @@ inline bool conditions_hold(const graph& g, const rule& r, const match& m) {
 
 namespace tsopt::rewrite {
 
+// A rule's matching prepared once (pattern checked, visiting order
+// planned), for a caller that matches the same rule against many graphs.
+using match_plan = detail::match_plan;
+
 // Calls f(const match&) for every match of r in the indexed graph, in a
 // deterministic order; f returns false to stop early. Returns the number of
 // matches reported. `anchors`, when given, are the only graph nodes the
 // pattern's last node is matched to (rule_index: the nodes whose operator,
-// parameters and inputs agree with it), in the order to try them.
+// parameters and inputs agree with it), in the order to try them. `plan`:
+// match_plan(r), made by the caller once (else made per call).
 template <class F>
 std::size_t for_each_match(const graph_index& ix, const rule& r, F&& f,
-                           std::optional<std::span<const std::int32_t>> anchors = std::nullopt) {
-    detail::matcher<F> m(ix, r, f, anchors);
+                           std::optional<std::span<const std::int32_t>> anchors = std::nullopt,
+                           const match_plan* plan = nullptr) {
+    detail::matcher<F> m(ix, r, f, anchors, plan);
     return m.run();
 }
 
 inline std::vector<match> find_matches(const graph_index& ix, const rule& r,
                                        std::size_t limit = std::numeric_limits<std::size_t>::max(),
-                                       std::optional<std::span<const std::int32_t>> anchors = std::nullopt) {
+                                       std::optional<std::span<const std::int32_t>> anchors = std::nullopt,
+                                       const match_plan* plan = nullptr) {
     std::vector<match> out;
     if (limit == 0) return out;
     for_each_match(
@@ -165,7 +172,7 @@ inline std::vector<match> find_matches(const graph_index& ix, const rule& r,
             out.push_back(m);
             return out.size() < limit;
         },
-        anchors);
+        anchors, plan);
     return out;
 }
 inline std::vector<match> find_matches(const graph& g, const rule& r,

@@ -68,61 +68,59 @@ inline int param_var_count(const rule& r) {
     return m;
 }
 
-template <class F>
-class matcher {
-public:
-    matcher(const graph_index& ix, const rule& r, F& f, std::optional<std::span<const std::int32_t>> anchors = std::nullopt)
-        : ix_(ix), g_(ix.g()), r_(r), f_(f), anchors_(anchors) {}
-
-    std::size_t run() {
-        const std::size_t P = r_.src.size();
-        if (P == 0) return 0;
-        check_pattern(r_, r_.src, "source");
-        m_.nodes.assign(P, -1);
-        m_.tensors.assign(static_cast<std::size_t>(tensor_var_count(r_)), value{-1, 0});
-        const int npv = param_var_count(r_);
-        m_.params.assign(static_cast<std::size_t>(npv), 0);
-        m_.param_bound.assign(static_cast<std::size_t>(npv), false);
-        used_.assign(g_.size(), 0);
-        pcons_.assign(P, {});
-        for (std::size_t c = 0; c < P; ++c)
-            for (int s = 0; s < r_.src[c].num_inputs; ++s) {
-                const auto& in = r_.src[c].inputs[static_cast<std::size_t>(s)];
-                if (!in.is_var) pcons_[static_cast<std::size_t>(in.index)].push_back({static_cast<int>(c), s, in.output});
-            }
-        plan();
-        step(0);
-        return count_;
-    }
-
-private:
-    struct pcons { int c, slot, output; };
+// What matching a rule needs that does not depend on the graph: its
+// pattern checked, its variables counted, the order its nodes are visited
+// in. Made once per rule by whoever matches a rule many times (tsopt-gen's
+// derivation matches each of 150,000 rules against hundreds of graphs per
+// candidate, and making this per call was most of a failed match's cost).
+struct match_plan {
+    struct pcons { int c, slot, output; };  // a consumer of a pattern node: which node, slot, output
     enum class mode : std::uint8_t { fixed, consumers, scan };
     struct plan_step {
         int node;
         mode how;
         int c = -1, slot = -1, output = 0;  // fixed: consumer pattern node and slot; consumers: own slot
     };
+    std::size_t tensor_vars = 0, param_vars = 0;
+    std::vector<std::vector<pcons>> consumers;  // per pattern node
+    std::vector<plan_step> steps;
 
-    void plan() {
-        const int P = static_cast<int>(r_.src.size());
-        std::vector<char> planned(static_cast<std::size_t>(P), 0), bound(m_.tensors.size(), 0);
+    match_plan() = default;
+    explicit match_plan(const rule& r) {
+        const std::size_t P = r.src.size();
+        if (P == 0) return;
+        check_pattern(r, r.src, "source");
+        tensor_vars = static_cast<std::size_t>(tensor_var_count(r));
+        param_vars = static_cast<std::size_t>(param_var_count(r));
+        consumers.assign(P, {});
+        for (std::size_t c = 0; c < P; ++c)
+            for (int s = 0; s < r.src[c].num_inputs; ++s) {
+                const auto& in = r.src[c].inputs[static_cast<std::size_t>(s)];
+                if (!in.is_var) consumers[static_cast<std::size_t>(in.index)].push_back({static_cast<int>(c), s, in.output});
+            }
+        plan(r);
+    }
+
+private:
+    void plan(const rule& r) {
+        const int P = static_cast<int>(r.src.size());
+        std::vector<char> planned(static_cast<std::size_t>(P), 0), bound(tensor_vars, 0);
         auto mark = [&](int k) {
             planned[static_cast<std::size_t>(k)] = 1;
-            const auto& p = r_.src[static_cast<std::size_t>(k)];
+            const auto& p = r.src[static_cast<std::size_t>(k)];
             for (int s = 0; s < p.num_inputs; ++s)
                 if (p.inputs[static_cast<std::size_t>(s)].is_var) bound[static_cast<std::size_t>(p.inputs[static_cast<std::size_t>(s)].index)] = 1;
         };
-        while (static_cast<int>(plan_.size()) < P) {
+        while (static_cast<int>(steps.size()) < P) {
             plan_step st{-1, mode::scan};
             for (int k = P - 1; k >= 0 && st.node < 0; --k) {
                 if (planned[static_cast<std::size_t>(k)]) continue;
-                for (const auto& pc : pcons_[static_cast<std::size_t>(k)])
+                for (const auto& pc : consumers[static_cast<std::size_t>(k)])
                     if (planned[static_cast<std::size_t>(pc.c)]) { st = {k, mode::fixed, pc.c, pc.slot, pc.output}; break; }
             }
             for (int k = P - 1; k >= 0 && st.node < 0; --k) {
                 if (planned[static_cast<std::size_t>(k)]) continue;
-                const auto& p = r_.src[static_cast<std::size_t>(k)];
+                const auto& p = r.src[static_cast<std::size_t>(k)];
                 for (int s = 0; s < p.num_inputs; ++s) {
                     const auto& in = p.inputs[static_cast<std::size_t>(s)];
                     if (in.is_var ? bound[static_cast<std::size_t>(in.index)] != 0 : planned[static_cast<std::size_t>(in.index)] != 0) {
@@ -135,9 +133,38 @@ private:
                 for (int k = P - 1; k >= 0; --k)
                     if (!planned[static_cast<std::size_t>(k)]) { st = {k, mode::scan}; break; }
             mark(st.node);
-            plan_.push_back(st);
+            steps.push_back(st);
         }
     }
+};
+
+template <class F>
+class matcher {
+public:
+    // `plan`: one made before for this rule (else made here, per call).
+    matcher(const graph_index& ix, const rule& r, F& f, std::optional<std::span<const std::int32_t>> anchors = std::nullopt,
+            const match_plan* plan = nullptr)
+        : ix_(ix), g_(ix.g()), r_(r), f_(f), anchors_(anchors), plan_(plan) {}
+
+    std::size_t run() {
+        const std::size_t P = r_.src.size();
+        if (P == 0) return 0;
+        if (!plan_) {
+            own_plan_ = match_plan(r_);
+            plan_ = &own_plan_;
+        }
+        m_.nodes.assign(P, -1);
+        m_.tensors.assign(plan_->tensor_vars, value{-1, 0});
+        m_.params.assign(plan_->param_vars, 0);
+        m_.param_bound.assign(plan_->param_vars, false);
+        used_.assign(g_.size(), 0);
+        step(0);
+        return count_;
+    }
+
+private:
+    using mode = match_plan::mode;
+    using plan_step = match_plan::plan_step;
 
     // Pattern nodes past the mask's width are matched in their order only.
     static constexpr int max_swappable = 32;
@@ -157,8 +184,8 @@ private:
 
     // Returns false when the caller asked to stop.
     bool step(std::size_t i) {
-        if (i == plan_.size()) return finish();
-        const plan_step& st = plan_[i];
+        if (i == plan_->steps.size()) return finish();
+        const plan_step& st = plan_->steps[i];
         const auto& p = r_.src[static_cast<std::size_t>(st.node)];
         const bool commutative = commutes(st.node);
         const std::uint32_t bit = commutative ? 1u << st.node : 0u;
@@ -258,7 +285,7 @@ private:
                 if (!(gv == value{mn, in.output})) return false;
             }
         }
-        for (const auto& pc : pcons_[static_cast<std::size_t>(k)]) {
+        for (const auto& pc : plan_->consumers[static_cast<std::size_t>(k)]) {
             std::int32_t cn = m_.nodes[static_cast<std::size_t>(pc.c)];
             if (cn >= 0 && !(g_.nodes[static_cast<std::size_t>(cn)].inputs[static_cast<std::size_t>(graph_slot(pc.c, pc.slot))] ==
                              value{n, pc.output}))
@@ -306,10 +333,10 @@ private:
     const rule& r_;
     F& f_;
     std::optional<std::span<const std::int32_t>> anchors_;
+    const match_plan* plan_;
+    match_plan own_plan_;
     match m_;
     std::vector<char> used_;
-    std::vector<std::vector<pcons>> pcons_;
-    std::vector<plan_step> plan_;
     std::vector<std::pair<bool, int>> trail_;
     std::size_t count_ = 0;
 };
