@@ -285,7 +285,7 @@ std::size_t apply_leaf_matches(graph& g, const rewrite::rule_index& index, Cost&
         for (const auto& [ri, anchors] : candidates) {
             if (out_of_time()) break;
             const rewrite::rule& r = rules[ri];
-            for (const auto& m : rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors)) {
+            for (const auto& m : rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors, index.plan(ri))) {
                 if (out_of_time()) break;
                 if (!all_leaves(leaf, m)) continue;
                 std::vector<std::int32_t> nodes = m.nodes;

@@ -41,10 +41,18 @@ static_assert(index_input_bit(spec::max_inputs - 1) + spec::max_params < 64);
 
 class rule_index {
 public:
-    explicit rule_index(std::span<const rule> rules) : rules_(rules), needs_node_(rules.size(), 0) {
+    explicit rule_index(std::span<const rule> rules) : rules_(rules), needs_node_(rules.size(), 0), planned_(rules.size(), 0) {
+        plans_.resize(rules.size());
         for (std::size_t i = 0; i < rules.size(); ++i) {
             const rule& r = rules[i];
             if (r.src.empty()) continue;
+            // A malformed pattern keeps failing where it is matched, with
+            // the matcher's message naming the rule.
+            try {
+                plans_[i] = match_plan(r);
+                planned_[i] = 1;
+            } catch (const error&) {
+            }
             file(by_kind_, r.src, r.src.size() - 1, static_cast<std::uint32_t>(i));
             // A source of several nodes also needs its most specific other
             // node somewhere in the graph: a multi-output source's root is
@@ -66,6 +74,9 @@ public:
     }
 
     std::span<const rule> rules() const { return rules_; }
+    // Rule i's matching, prepared once (for_each_match's `plan`); null for
+    // a malformed pattern.
+    const match_plan* plan(std::size_t i) const { return planned_[i] ? &plans_[i] : nullptr; }
 
     // The rules offered to nodes seen before, by what decides them (the
     // node's operator, arity and parameters; per input, its producer's
@@ -149,7 +160,7 @@ public:
         std::size_t count = 0;
         bool go_on = true;
         for_each_candidate(ix, [&](std::size_t ri, std::span<const std::int32_t> anchors) {
-            count += rewrite::for_each_match(ix, rules_[ri], [&](const match& m) { return go_on = f(ri, m); }, anchors);
+            count += rewrite::for_each_match(ix, rules_[ri], [&](const match& m) { return go_on = f(ri, m); }, anchors, plan(ri));
             return go_on;
         });
         return count;
@@ -295,6 +306,8 @@ private:
     table by_kind_{};       // by the root's signature
     table needs_kind_{};    // by the signature of the other node a rule needs
     std::vector<char> needs_node_;  // per rule: filed in needs_kind_
+    std::vector<match_plan> plans_;
+    std::vector<char> planned_;
 };
 
 }  // namespace tsopt::rewrite

@@ -297,7 +297,7 @@ public:
                 if (out_of_time()) return false;
                 const rewrite::rule& r = rules_[ri];
                 std::vector<rewrite::match> ms;
-                timed([&] { ms = rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors); });
+                timed([&] { ms = rewrite::find_matches(ix, r, std::numeric_limits<std::size_t>::max(), anchors, index.plan(ri)); });
                 for (const auto& m : ms) {
                     if (out_of_time()) break;
                     timed([&] {
