@@ -87,7 +87,7 @@ rule_base::anchor anchor_of(const rewrite::rule& r) {
     return a;
 }
 
-rule_base::anchor_shape shape_of(const rule_base::anchor& a) {
+rule_base::anchor_shape anchor_shape_of(const rule_base::anchor& a) {
     rule_base::anchor_shape s{a.num_inputs, a.constant_slots, 0};
     for (int k = 0; k < a.num_inputs; ++k)
         if (a.input_kind[static_cast<std::size_t>(k)] >= 0) s.operator_inputs |= 1u << k;
@@ -104,7 +104,7 @@ std::uint64_t key_start(spec::op_kind op, const rule_base::anchor_shape& s) {
 }
 
 std::uint64_t anchor_key(const rule_base::anchor& a) {
-    const auto s = shape_of(a);
+    const auto s = anchor_shape_of(a);
     std::uint64_t h = key_start(a.op, s);
     for (int k = 0; k < spec::max_params; ++k)
         if (s.constant_slots >> k & 1) h = hashing::combine(h, static_cast<std::uint32_t>(a.constants[k]));
@@ -181,16 +181,21 @@ void rule_base::add(const io::listed_rule& r) {
         if (!seen[v]) s->domains[v] = {-1};  // marker: unconstrained
     auto [it, fresh] = group_of_mask_.try_emplace(s->ops_mask, groups_.size());
     if (fresh) groups_.push_back({s->ops_mask, {}});
+    // The rule joins its group's anchor, found by the anchor's key (a group
+    // holds thousands at N=5), or a new one.
     auto a = anchor_of(s->view);
     auto& in = groups_[it->second].by_anchor;
-    auto b = std::find_if(in.begin(), in.end(), [&](const anchored& x) { return x.a == a; });
-    if (b == in.end()) {
-        const anchor_ref ref = (static_cast<anchor_ref>(it->second) << 32) | in.size();
-        b = in.insert(in.end(), anchored{a, {}});
-        const anchor_shape sh = shape_of(a);
+    auto& same_key = anchors_by_key_[anchor_key(a)];
+    auto found = std::find_if(same_key.begin(), same_key.end(), [&](anchor_ref ref) {
+        return ref >> 32 == it->second && in[ref & 0xffffffffu].a == a;
+    });
+    anchored* b = found != same_key.end() ? &in[*found & 0xffffffffu] : nullptr;
+    if (!b) {
+        same_key.push_back((static_cast<anchor_ref>(it->second) << 32) | in.size());
+        b = &in.emplace_back(anchored{a, {}});
+        const anchor_shape sh = anchor_shape_of(a);
         auto& shapes = shapes_of_kind_[static_cast<std::size_t>(a.op)];
         if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
-        anchors_by_key_[anchor_key(a)].push_back(ref);
     }
     b->rules.push_back(s.get());
     rules_.push_back(std::move(s));
