@@ -38,6 +38,28 @@ std::size_t entries(const fs::path& d) {
     return n;
 }
 
+// The message of the tsopt::error that `write` throws under a file size
+// limit of `limit` bytes (SIGXFSZ ignored, so the write fails with EFBIG
+// instead of killing the test); empty when it throws none.
+template <class Write>
+std::string error_under_file_size_limit(rlim_t limit, Write&& write) {
+    auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    rlimit small = saved;
+    small.rlim_cur = limit;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string what;
+    try {
+        write();
+    } catch (const tsopt::error& e) {
+        what = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous_handler);
+    return what;
+}
+
 }  // namespace
 
 TEST_CASE("atomic file: writes, replaces, keeps permissions and links") {
@@ -87,20 +109,8 @@ TEST_CASE("atomic file: a write cut short by ulimit -f leaves the old content an
     const std::string old(4096, 'o');
     tsopt::io::write_file_atomically(f, old);
 
-    auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a kill
-    rlimit saved{};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    rlimit small = saved;
-    small.rlim_cur = 8192;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    std::string what;
-    try {
-        tsopt::io::write_file_atomically(f, std::string(1 << 20, 'n'));
-    } catch (const tsopt::error& e) {
-        what = e.what();
-    }
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, previous_handler);
+    const std::string what =
+        error_under_file_size_limit(8192, [&] { tsopt::io::write_file_atomically(f, std::string(1 << 20, 'n')); });
 
     CHECK(what.find("model.onnx") != std::string::npos);
     CHECK(what.find("untouched") != std::string::npos);
@@ -157,22 +167,11 @@ TEST_CASE("atomic file writer: a text written piece by piece, committed or aband
     CHECK(entries(d) == 1);
 
     // Cut short by ulimit -f while pieces are still coming.
-    auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit saved{};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    rlimit small = saved;
-    small.rlim_cur = 1 << 20;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    std::string what;
-    try {
+    const std::string what = error_under_file_size_limit(1 << 20, [&] {
         tsopt::io::atomic_file_writer w(f);
         for (int i = 0; i < 400000; ++i) w.write("0123456789\n");
         w.commit();
-    } catch (const tsopt::error& e) {
-        what = e.what();
-    }
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, previous_handler);
+    });
     CHECK(what.find("listing.txt") != std::string::npos);
     CHECK(what.find("untouched") != std::string::npos);
     CHECK(read_all(f) == expected);
