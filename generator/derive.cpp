@@ -280,16 +280,32 @@ struct expander {
                 if (!may_match(g, ix, an.a, anchor_nodes)) continue;
                 for (const auto* sp : an.rules) {
                     const auto& s = *sp;
-                    for (const auto& m : rewrite::find_matches(ix, s.view, std::numeric_limits<std::size_t>::max(),
-                                                               std::span<const std::int32_t>(anchor_nodes), &s.plan)) {
-                        if (!in_domains(s, m)) continue;
-                        auto ng = rewrite::apply(ix, s.view, m);
-                        if (!ng || operator_count(*ng) > max_ops) continue;
-                        auto h = ng->structural_hash();
-                        if (!seen.emplace(h, link{gh, &s}).second) continue;
-                        if (goal.count(h)) return h;
-                        if (next.size() < max_frontier) next.push_back(std::move(*ng));
-                    }
+                    std::optional<std::uint64_t> joined;
+                    // Most graphs reached were reached before: each is told
+                    // by its preview's hash and made only for the frontier.
+                    rewrite::for_each_match(
+                        ix, s.view,
+                        [&](const rewrite::match& m) {
+                            if (!in_domains(s, m)) return true;
+                            auto pa = rewrite::prepare_apply(ix, s.view, m);
+                            if (!pa) return true;
+                            auto v = rewrite::preview(*pa);
+                            if (!v || v->operators > max_ops) return true;
+                            const auto h = v->structural_hash;
+                            if (!seen.emplace(h, link{gh, &s}).second) return true;
+                            if (goal.count(h)) {
+                                joined = h;
+                                return false;
+                            }
+                            if (next.size() < max_frontier) {
+                                auto ng = rewrite::make_applied(std::move(*pa));
+                                if (!ng) throw error("rule '" + s.r.name + "': its application previewed acyclic but made a cycle");
+                                next.push_back(std::move(*ng));
+                            }
+                            return true;
+                        },
+                        std::span<const std::int32_t>(anchor_nodes), &s.plan);
+                    if (joined) return joined;
                 }
             }
         }

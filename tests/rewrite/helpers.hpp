@@ -10,11 +10,42 @@
 
 #include "tsopt/backend/reference/executor.hpp"
 #include "tsopt/cost/cost_model.hpp"
+#include "tsopt/rewrite/from_axiom.hpp"
 #include "tsopt/rewrite/layout.hpp"
+#include "tsopt/rules/default.hpp"
+#include "tsopt/spec/axioms.hpp"
+#include "tsopt/zoo/zoo.hpp"
 
 namespace rewrite_test {
 
 using namespace tsopt;
+
+// Every axiom as rules (both directions), then the generator's default
+// table: the rule set the matching tests walk. Holds the axioms' rule_set,
+// whose storage the rules view.
+struct axiom_and_generated_rules {
+    rewrite::rule_set axioms;
+    std::vector<rewrite::rule> all;
+    axiom_and_generated_rules() {
+        for (const auto& a : spec::all_axioms) axioms.add(a);
+        all.assign(axioms.rules().begin(), axioms.rules().end());
+        auto gen = tsopt::rules::default_rules();
+        all.insert(all.end(), gen.begin(), gen.end());
+    }
+};
+
+// A zoo model at the smallest image size it builds at (matching tests walk
+// every model, and only the structure matters to them).
+inline graph small_zoo_graph(const zoo::model& m) {
+    for (int image : {32, 80, 128, 227}) {
+        try {
+            return m.build({.batch = 1, .image = image, .width_div = 16, .depth_div = 8, .length = 2});
+        } catch (const error&) {
+        }
+    }
+    FAIL("zoo model ", m.name, " builds at no small size");
+    return {};
+}
 
 // FLOPs plus a per-launch overhead, the shape of a measured cost on small
 // tensors: every operator that runs at inference pays `launch`; weight-only

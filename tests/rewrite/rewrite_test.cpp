@@ -10,6 +10,7 @@
 #include "tsopt/rewrite/from_axiom.hpp"
 #include "tsopt/rewrite/layout.hpp"
 #include "tsopt/rewrite/preprocess.hpp"
+#include "tsopt/rules/default.hpp"
 #include "tsopt/spec/axioms.hpp"
 
 #include "helpers.hpp"
@@ -323,10 +324,15 @@ TEST_CASE("TASO Figure 6: an application that would create a cycle is rejected")
     g.mark_output(b);
     auto ms = rewrite::find_matches(g, rs[0]);
     REQUIRE(!ms.empty());
+    rewrite::graph_index ix(g);
     for (const auto& m : ms) {
         std::string why;
         CHECK_FALSE(rewrite::apply(g, rs[0], m, &why));
         CHECK_MESSAGE(why.find("cycle") != std::string::npos, why);
+        // The preview sees the cycle before the graph is made.
+        auto p = rewrite::prepare_apply(ix, rs[0], m);
+        REQUIRE(p);
+        CHECK_FALSE(rewrite::preview(*p));
     }
 }
 
@@ -607,4 +613,54 @@ TEST_CASE("optimize: one relu on [1, 32768] stays bounded in time and never buil
     for (const node& n : r.optimized.nodes)
         if (n.kind == node_kind::weight) CHECK(n.data->size() * sizeof(float) <= r.report.max_constant_bytes);
     check_equivalent(g, r.optimized);
+}
+
+// The generator's derivation tells graphs apart by the preview's hash and
+// makes only those it keeps: a preview that disagreed with the graph made
+// would derive a candidate from a graph no rule reaches.
+TEST_CASE("apply's preview: the hash and operator count of the graph apply makes, and its refusals, on every zoo model") {
+    const rewrite_test::axiom_and_generated_rules set;
+    const auto& rules = set.all;
+    std::size_t made_count = 0, refused = 0;
+    for (const auto& model : zoo::models()) {
+        CAPTURE(model.name);
+        const graph g = small_zoo_graph(model);
+        rewrite::graph_index ix(g);
+        for (const auto& r : rules)
+            rewrite::for_each_match(ix, r, [&](const rewrite::match& m) {
+                CAPTURE(r.name);
+                std::string why_apply, why_split;
+                auto applied = rewrite::apply(ix, r, m, &why_apply);
+                auto p = rewrite::prepare_apply(ix, r, m, {}, &why_split);
+                if (!p) {
+                    CHECK_FALSE(applied);
+                    CHECK(why_split == why_apply);
+                    ++refused;
+                    return true;
+                }
+                auto seen = rewrite::preview(*p);
+                auto made = rewrite::make_applied(std::move(*p), &why_split);
+                CHECK(seen.has_value() == applied.has_value());
+                CHECK(made.has_value() == applied.has_value());
+                if (!made || !seen || !applied) {
+                    CHECK(why_split == why_apply);
+                    ++refused;
+                    return true;
+                }
+                ++made_count;
+                CHECK(seen->structural_hash == made->structural_hash());
+                CHECK(seen->structural_hash == applied->structural_hash());
+                CHECK(seen->operators == static_cast<std::size_t>(std::ranges::count_if(
+                                             made->nodes, [](const node& n) { return n.kind == node_kind::op; })));
+                REQUIRE(made->size() == applied->size());
+                for (std::size_t i = 0; i < made->size(); ++i) {
+                    CHECK(made->nodes[i].name == applied->nodes[i].name);
+                    CHECK(made->nodes[i].inputs == applied->nodes[i].inputs);
+                }
+                return true;
+            });
+    }
+    MESSAGE(made_count, " applications previewed and made, ", refused, " refused");
+    CHECK(made_count > 1000);
+    CHECK(refused > 0);
 }

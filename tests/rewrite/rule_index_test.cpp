@@ -42,32 +42,18 @@ found through_index(const rewrite::graph_index& ix, const rewrite::rule_index& i
     return out;
 }
 
-graph small(const zoo::model& m) {
-    for (int image : {32, 80, 128, 227}) {
-        try {
-            return m.build({.batch = 1, .image = image, .width_div = 16, .depth_div = 8, .length = 2});
-        } catch (const error&) {
-        }
-    }
-    FAIL("zoo model ", m.name, " builds at no small size");
-    return {};
-}
-
 }  // namespace
 
 TEST_CASE("rule_index finds the same matches as matching every rule, on every zoo model") {
-    rewrite::rule_set axioms;
-    for (const auto& a : spec::all_axioms) axioms.add(a);
-    std::vector<rewrite::rule> rules(axioms.rules().begin(), axioms.rules().end());
-    auto gen = tsopt::rules::default_rules();
-    rules.insert(rules.end(), gen.begin(), gen.end());
+    const rewrite_test::axiom_and_generated_rules set;
+    const auto& rules = set.all;
     REQUIRE(rules.size() > 250);
     const rewrite::rule_index idx(rules);
     MESSAGE(rules.size(), " rules under ", idx.keys(), " index keys");
     std::size_t matches = 0;
     for (const auto& m : zoo::models()) {
         CAPTURE(m.name);
-        graph g = small(m);
+        graph g = rewrite_test::small_zoo_graph(m);
         rewrite::graph_index ix(g);
         found all = every_rule_everywhere(ix, rules);
         found indexed = through_index(ix, idx);
@@ -145,7 +131,7 @@ TEST_CASE("rule_index offers a node to a rule only when the rule's root agrees w
     rewrite::rule_index::candidate_memo memo;
     for (std::string name : {"resnet18", "inception_v3", "nasnet_a", "bert"}) {
         CAPTURE(name);
-        graph g = small(zoo::find(name));
+        graph g = rewrite_test::small_zoo_graph(zoo::find(name));
         rewrite::graph_index ix(g);
         const offers offered = offered_by(idx, ix);
         CHECK(offered_by(idx, ix, &memo) == offered);

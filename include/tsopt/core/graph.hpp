@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -370,47 +371,60 @@ public:
     // core/hash.hpp's one hash, so the values of weights_by::content are the
     // same in every run on every machine.
     std::vector<std::uint64_t> node_hashes(weights_by weights) const {
-        using hashing::combine;
         std::vector<std::uint64_t> h(nodes.size(), 0);
         for_each_inputs_first([&](std::size_t i) {
-            const node& n = nodes[i];
-            std::uint64_t x = combine(0x51ed270b27bd4f3dull, static_cast<std::uint64_t>(n.kind));
-            switch (n.kind) {
-                case node_kind::input: x = combine(x, hashing::fnv1a_of(n.name)); break;
-                case node_kind::weight:
-                    if (weights == weights_by::address) x = combine(x, reinterpret_cast<std::uintptr_t>(n.data.get()));
-                    else if (n.data) x = combine(x, hashing::fnv1a{}.words(n.data->data.data(), n.data->data.size()).value);
-                    break;
-                case node_kind::opaque:
-                    x = combine(x, hashing::fnv1a{}.text(n.opaque->type).text(n.opaque->attributes).value);
-                    break;
-                case node_kind::op:
-                    x = combine(x, static_cast<std::uint64_t>(n.op));
-                    for (auto p : n.params.v) x = combine(x, static_cast<std::uint32_t>(p));
-                    break;
-            }
-            x = combine(x, static_cast<std::uint64_t>(n.out_layout));
-            for (const shape& sh : n.shapes)
-                for (auto d : sh) x = combine(x, static_cast<std::uint64_t>(d));
-            auto operand = [&](value v) { return std::pair{h[static_cast<std::size_t>(v.node)], static_cast<std::uint64_t>(v.output)}; };
-            auto add = [&](std::pair<std::uint64_t, std::uint64_t> o) { x = combine(combine(x, o.first), o.second); };
-            if (n.kind == node_kind::op && n.inputs.size() == 2 && spec::decl(n.op).commutative) {
-                const auto a = operand(n.inputs[0]), b = operand(n.inputs[1]);
-                add(std::min(a, b));
-                add(std::max(a, b));
-            } else {
-                for (value v : n.inputs) add(operand(v));
-            }
-            h[i] = x;
+            h[i] = node_hash(nodes[i], nodes[i].inputs, weights, [&](value v) { return h[static_cast<std::size_t>(v.node)]; });
         });
         return h;
+    }
+
+    // One step of node_hashes: node n's hash when it reads `inputs` (its
+    // own, or those a rewrite is about to give it) and hash_of(v) is the
+    // hash of the node computing v. rewrite::apply hashes the graph an
+    // application would make with it before making it.
+    template <class HashOf>
+    static std::uint64_t node_hash(const node& n, std::span<const value> inputs, weights_by weights, HashOf&& hash_of) {
+        using hashing::combine;
+        std::uint64_t x = combine(0x51ed270b27bd4f3dull, static_cast<std::uint64_t>(n.kind));
+        switch (n.kind) {
+            case node_kind::input: x = combine(x, hashing::fnv1a_of(n.name)); break;
+            case node_kind::weight:
+                if (weights == weights_by::address) x = combine(x, reinterpret_cast<std::uintptr_t>(n.data.get()));
+                else if (n.data) x = combine(x, hashing::fnv1a{}.words(n.data->data.data(), n.data->data.size()).value);
+                break;
+            case node_kind::opaque:
+                x = combine(x, hashing::fnv1a{}.text(n.opaque->type).text(n.opaque->attributes).value);
+                break;
+            case node_kind::op:
+                x = combine(x, static_cast<std::uint64_t>(n.op));
+                for (auto p : n.params.v) x = combine(x, static_cast<std::uint32_t>(p));
+                break;
+        }
+        x = combine(x, static_cast<std::uint64_t>(n.out_layout));
+        for (const shape& sh : n.shapes)
+            for (auto d : sh) x = combine(x, static_cast<std::uint64_t>(d));
+        auto operand = [&](value v) { return std::pair{hash_of(v), static_cast<std::uint64_t>(v.output)}; };
+        auto add = [&](std::pair<std::uint64_t, std::uint64_t> o) { x = combine(combine(x, o.first), o.second); };
+        if (n.kind == node_kind::op && inputs.size() == 2 && spec::decl(n.op).commutative) {
+            const auto a = operand(inputs[0]), b = operand(inputs[1]);
+            add(std::min(a, b));
+            add(std::max(a, b));
+        } else {
+            for (value v : inputs) add(operand(v));
+        }
+        return x;
     }
 
     // Hash of what the graph computes: its outputs' node hashes, in order.
     std::uint64_t hash_of_outputs(weights_by weights) const {
         const auto h = node_hashes(weights);
+        return outputs_hash(outputs, [&](value v) { return h[static_cast<std::size_t>(v.node)]; });
+    }
+    // hash_of_outputs's last step, for outputs `outs`.
+    template <class HashOf>
+    static std::uint64_t outputs_hash(std::span<const value> outs, HashOf&& hash_of) {
         std::uint64_t r = hashing::fnv_offset_basis;
-        for (value v : outputs) r = hashing::combine(hashing::combine(r, h[static_cast<std::size_t>(v.node)]), static_cast<std::uint64_t>(v.output));
+        for (value v : outs) r = hashing::combine(hashing::combine(r, hash_of(v)), static_cast<std::uint64_t>(v.output));
         return r;
     }
 

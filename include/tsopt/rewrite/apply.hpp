@@ -15,6 +15,9 @@
 // A target node identical to an existing node outside the match (same
 // operator, parameters and inputs) is reused instead of duplicated.
 //
+// prepare_apply / preview / make_applied split apply in two: the checks and
+// a preview of the result's hash, then the graph, made only when wanted.
+//
 // Layouts (TASO §5): with `layouts` on, every new operator node whose
 // layout changes how it computes (matmul row/column major, conv NCHW/NHWC)
 // is tried in each layout its declaration supports for its output shape, one
@@ -128,10 +131,30 @@ struct extended_view {
     }
 };
 
-inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
-                                  std::string* why) {
+// An application that passed every check but the cycle test, not yet made:
+// g's nodes and the new ones through the view; every node outside the match
+// (new ones too) reads repl's replacement wherever it read a replaced value.
+struct prepared {
+    extended_view ng;
+    const rule* r;
+    std::vector<char> matched;         // per node of g
+    std::vector<std::int32_t> fresh;   // ids of the new nodes
+    std::vector<std::pair<value, value>> repl;
+    value replaced;                    // src_out[0]'s value, named by the cycle message
+
+    value redirected(value v) const {
+        for (auto& [from, to] : repl)
+            if (v == from) return to;
+        return v;
+    }
+    // Whether node i's inputs are redirected (it stays, or is new).
+    bool rewired(std::size_t i) const { return i >= matched.size() || !matched[i]; }
+};
+
+inline std::optional<prepared> prepare(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
+                                       std::string* why) {
     const graph& g = ix.g();
-    auto fail = [&](std::string msg) -> std::optional<built> {
+    auto fail = [&](std::string msg) -> std::optional<prepared> {
         if (why) *why = "rule '" + std::string(r.name) + "': " + std::move(msg);
         return std::nullopt;
     };
@@ -288,19 +311,92 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
                 if (s == l) tn.out_layout = l;
         }
     }
+    return prepared{std::move(ng), &r, std::move(matched), std::move(fresh), std::move(repl), src_value(r.src_out[0])};
+}
+
+// What a prepared application would make, found without making it: the
+// structural hash and operator count of the compacted graph (dead nodes
+// dropped), or nullopt when it would have a cycle. A derivation makes only
+// the few graphs it keeps of the many it reaches (most are ones it reached
+// before).
+struct preview_of {
+    std::uint64_t structural_hash;
+    std::size_t operators;
+};
+inline std::optional<preview_of> preview(const prepared& p) {
+    const extended_view& ng = p.ng;
+    const std::size_t n = ng.size();
+    auto input = [&](std::size_t i, value v) { return p.rewired(i) ? p.redirected(v) : v; };
+    // Kahn's algorithm over every node, dead or not, as the made graph's
+    // compaction checks (graph::compacted_if_acyclic).
+    std::vector<std::int32_t> first(n + 1, 0), cons, waits(n, 0), order;
+    for (std::size_t i = 0; i < n; ++i)
+        for (value v : ng.at(i).inputs) ++first[static_cast<std::size_t>(input(i, v).node) + 1];
+    for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    cons.resize(static_cast<std::size_t>(first[n]));
+    {
+        std::vector<std::int32_t> fill(first.begin(), first.end() - 1);
+        for (std::size_t i = 0; i < n; ++i)
+            for (value v : ng.at(i).inputs) {
+                cons[static_cast<std::size_t>(fill[static_cast<std::size_t>(input(i, v).node)]++)] = static_cast<std::int32_t>(i);
+                ++waits[i];
+            }
+    }
+    order.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        if (waits[i] == 0) order.push_back(static_cast<std::int32_t>(i));
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const auto i = static_cast<std::size_t>(order[k]);
+        for (auto c = first[i]; c < first[i + 1]; ++c)
+            if (--waits[static_cast<std::size_t>(cons[static_cast<std::size_t>(c)])] == 0) order.push_back(cons[static_cast<std::size_t>(c)]);
+    }
+    if (order.size() != n) return std::nullopt;
+    // Live: what reaches an output.
+    std::vector<value> outs;
+    for (value v : ng.base.outputs) outs.push_back(p.redirected(v));
+    std::vector<char> live(n, 0);
+    std::vector<std::size_t> stack;
+    for (value v : outs) stack.push_back(static_cast<std::size_t>(v.node));
+    while (!stack.empty()) {
+        const std::size_t i = stack.back();
+        stack.pop_back();
+        if (live[i]) continue;
+        live[i] = 1;
+        for (value v : ng.at(i).inputs) stack.push_back(static_cast<std::size_t>(input(i, v).node));
+    }
+    std::vector<std::uint64_t> h(n, 0);
+    std::vector<value> ins;
+    std::size_t operators = 0;
+    auto hash_of = [&](value v) { return h[static_cast<std::size_t>(v.node)]; };
+    for (auto id : order) {
+        const auto i = static_cast<std::size_t>(id);
+        if (!live[i]) continue;
+        const node& nd = ng.at(i);
+        ins.clear();
+        for (value v : nd.inputs) ins.push_back(input(i, v));
+        h[i] = graph::node_hash(nd, ins, graph::weights_by::address, hash_of);
+        if (nd.kind == node_kind::op) ++operators;
+    }
+    return preview_of{graph::outputs_hash(outs, hash_of), operators};
+}
+
+// The graph a prepared application makes (compacted), or nullopt with the
+// reason when it would have a cycle.
+inline std::optional<built> make(prepared&& p, const apply_options& o, std::string* why) {
+    extended_view& ng = p.ng;
+    const graph& g = ng.base;
     // A new operator gets a name no operator that stays keeps.
-    for (auto id : fresh) {
+    for (auto id : p.fresh) {
         node& fn = ng.fresh(id);
         fn.name = unused_name(fn.name, [&](const std::string& name) {
             for (std::size_t j = 0; j < ng.size(); ++j)
-                if (j != static_cast<std::size_t>(id) && !(j < g.size() && matched[j]) && ng.at(j).name == name) return true;
+                if (j != static_cast<std::size_t>(id) && p.rewired(j) && ng.at(j).name == name) return true;
             return false;
         });
     }
-    // Every check that needs no cycle test passed: the graph itself.
     built b;
     if (o.layouts)
-        for (auto id : fresh) {
+        for (auto id : p.fresh) {
             const node& fn = ng.at(static_cast<std::size_t>(id));
             if (!layout_sensitive(fn.op)) continue;
             auto ls = supported_layouts(fn.op, fn.shapes[0]);
@@ -311,21 +407,26 @@ inline std::optional<built> build(const graph_index& ix, const rule& r, const ma
     whole.nodes.assign(g.nodes.begin(), g.nodes.end());
     for (node& n : ng.added) whole.nodes.push_back(std::move(n));
     whole.outputs = g.outputs;
-    auto redirect = [&](value& v) {
-        for (auto& [from, to] : repl)
-            if (v == from) { v = to; return; }
-    };
-    for (std::size_t i = 0; i < whole.size(); ++i) {
-        if (i < g.size() && matched[i]) continue;
-        for (value& v : whole.nodes[i].inputs) redirect(v);
-    }
-    for (value& v : whole.outputs) redirect(v);
+    for (std::size_t i = 0; i < whole.size(); ++i)
+        if (p.rewired(i))
+            for (value& v : whole.nodes[i].inputs) v = p.redirected(v);
+    for (value& v : whole.outputs) v = p.redirected(v);
     std::vector<std::int32_t> new_id;
     auto compact = std::move(whole).compacted_if_acyclic(b.choices.empty() ? nullptr : &new_id);
-    if (!compact) return fail("applying it at " + g.at(src_value(r.src_out[0])).describe() + " would create a cycle");
+    if (!compact) {
+        if (why) *why = "rule '" + std::string(p.r->name) + "': applying it at " + g.at(p.replaced).describe() + " would create a cycle";
+        return std::nullopt;
+    }
     b.g = std::move(*compact);
     for (auto& c : b.choices) c.id = new_id[static_cast<std::size_t>(c.id)];
     return b;
+}
+
+inline std::optional<built> build(const graph_index& ix, const rule& r, const match& m, const apply_options& o,
+                                  std::string* why) {
+    auto p = prepare(ix, r, m, o, why);
+    if (!p) return std::nullopt;
+    return make(std::move(*p), o, why);
 }
 
 }  // namespace detail
@@ -358,6 +459,27 @@ inline std::vector<graph> apply_all(const graph_index& ix, const rule& r, const 
         if (differs) out.push_back(std::move(v));
     }
     return out;
+}
+
+// An application checked, previewed, and made only when wanted: a
+// derivation (generator/derive.cpp) reaches most graphs more than once and
+// tells them apart by the preview's hash, without copying the graph.
+//   if (auto p = rewrite::prepare_apply(ix, r, m))
+//       if (auto v = rewrite::preview(*p); v && !seen.contains(v->structural_hash))
+//           auto g2 = rewrite::make_applied(std::move(*p));   // v's graph
+// preview gives make_applied's structural_hash() and operator count;
+// make_applied's graph is apply's.
+using prepared_apply = detail::prepared;
+using detail::preview;
+using detail::preview_of;
+inline std::optional<prepared_apply> prepare_apply(const graph_index& ix, const rule& r, const match& m,
+                                                   const apply_options& o = {}, std::string* why = nullptr) {
+    return detail::prepare(ix, r, m, o, why);
+}
+inline std::optional<graph> make_applied(prepared_apply&& p, std::string* why = nullptr) {
+    auto b = detail::make(std::move(p), apply_options{}, why);
+    if (!b) return std::nullopt;
+    return std::move(b->g);
 }
 
 // The rewritten graph (compacted, default layouts for new nodes), or nullopt
