@@ -14,6 +14,7 @@ packages=(
   graphviz          # `dot` for SVG pictures of graphs (tsopt/io/dot.hpp); optional at run time
   clang             # libFuzzer (-fsanitize=fuzzer) for the ONNX importer fuzz target
   libopenmpi-dev openmpi-bin  # tsopt-gen-mpi: rule generation over MPI ranks (meson option mpi)
+  libmimalloc-dev   # tsopt-gen's allocator (meson option gen_allocator)
 )
 missing=()
 for p in "${packages[@]}"; do
