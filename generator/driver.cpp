@@ -1404,35 +1404,40 @@ run_result run(const run_config& c) {
                        (c.budget_s > 0 ? "; verification budget " + seconds_text(c.budget_s) +
                                              " s (wall clock: which candidates were attempted depends on machine load)"
                                        : std::string());
-    // The summary and the unproven listing are written whatever happens to
-    // the header (they say what was and was not proven).
-    std::string listing, header, header_error;
-    if (!c.listing_out.empty()) listing = render_listing(r.rules, r.spec_hash, head);
-    if (!c.header_out.empty()) {
-        try {
-            header = render_header(r.rules, r.spec_hash, head, np, r.verified, c.header_namespace);
-        } catch (const error& e) {
-            header_error = e.what();
-        }
-    }
     r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven_rules) + " not proven (not emitted)"));
     if (!writes) return r;
-    // The listing and header first (neither when the header failed), their
-    // texts then released: a budgeted N=5 run holds 0.4 GiB of them, and
-    // its unproven listing and summary take 0.7 GiB each as text.
-    if (header_error.empty()) {
-        if (!c.listing_out.empty()) write_file(c.listing_out, listing);
-        if (!c.header_out.empty()) write_file(c.header_out, header);
-    }
-    std::string().swap(listing);
-    std::string().swap(header);
-    // Streamed to their files: as strings they held 0.7 GiB each at the
-    // budgeted N=5 run's peak (docs/generator.md, "Memory at N=5").
+    // Every file streamed, none held as one string: a budgeted N=5 run's
+    // header is 0.5 GiB of text, its unproven listing and summary 0.5-0.7
+    // GiB each (docs/generator.md, "Memory at N=5"). The header goes to its
+    // temporary first: when it cannot be written (a rule not proven, an
+    // unwritable name, the disk) neither it nor the listing replaces what
+    // was there; the summary and the unproven listing are written whatever
+    // happens to it (they say what was and was not proven), then its error
+    // is raised.
     auto stream_to = [](const std::string& path, auto&& produce) {
         io::atomic_file_writer w(path);
         produce([&](std::string_view piece) { w.write(piece); });
         w.commit();
     };
+    std::string header_error;
+    {
+        std::optional<io::atomic_file_writer> header;
+        if (!c.header_out.empty()) {
+            try {
+                header.emplace(c.header_out);
+                write_header(r.rules, r.spec_hash, head, np, r.verified, c.header_namespace,
+                             [&](std::string_view piece) { header->write(piece); });
+            } catch (const error& e) {
+                header_error = e.what();
+                header.reset();
+            }
+        }
+        if (header_error.empty()) {
+            if (!c.listing_out.empty())
+                stream_to(c.listing_out, [&](const text_sink& out) { write_listing(r.rules, r.spec_hash, head, out); });
+            if (header) header->commit();
+        }
+    }
     if (!c.unproven_out.empty())
         stream_to(c.unproven_out, [&](const text_sink& out) { write_unproven_listing(r.unproven_listing, r.spec_hash, head, out); });
     if (!c.summary_out.empty()) stream_to(c.summary_out, [&](const text_sink& out) { r.write_summary_json(out); });

@@ -452,16 +452,19 @@ std::vector<generalization_group> generalization_groups(std::span<const emitted_
                                                         std::span<const std::size_t> candidates,
                                                         std::span<const std::string_view> keep = {});
 
+// Where a large text goes piece by piece (a string, or a file through
+// io::atomic_file_writer): a budgeted N=5 run's unproven listing and summary
+// are 0.7 GiB each, its header 0.5 GiB, too much to hold as strings beside
+// the run's data.
+using text_sink = std::function<void(std::string_view)>;
 // The listing of proven rules (rules.txt).
 std::string render_listing(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary);
+void write_listing(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
+                   const text_sink& out);
 // Candidates that are NOT proven (verification off, failed or timed out), for
 // inspection only: every rule line is commented out ("# NOT PROVEN: ..."), so
 // a listing loader reads no rule from it.
 std::string render_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary);
-// Where a large text goes piece by piece (a string, or a file through
-// io::atomic_file_writer): a budgeted N=5 run's unproven listing and summary
-// are 0.7 GiB each, too much to hold as one string beside the run's data.
-using text_sink = std::function<void(std::string_view)>;
 void write_unproven_listing(std::span<const std::string> lines, const std::string& spec_hash, const std::string& summary,
                             const text_sink& out);
 // The constexpr header. Throws when a rule is not proven: tsopt::rules::generated()
@@ -471,6 +474,10 @@ void write_unproven_listing(std::span<const std::string> lines, const std::strin
 // one (tsopt::rules) names another, e.g. "myengine::rules" (docs/install.md).
 std::string render_header(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
                           std::uint64_t unproven = 0, bool verified = true, const std::string& ns = "tsopt::rules");
+// The same text, piece by piece (it throws before the first piece when a
+// rule is not proven or `ns` is not a namespace).
+void write_header(std::span<const emitted_rule> rules, const std::string& spec_hash, const std::string& summary,
+                  std::uint64_t unproven, bool verified, const std::string& ns, const text_sink& out);
 // Whether `ns` is a C++ namespace name (identifiers joined by ::).
 bool valid_namespace(std::string_view ns);
 
