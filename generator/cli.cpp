@@ -60,6 +60,9 @@ const char* usage =
     "  --final-derive-limit N\n"
     "                     how many of those candidates (the first, in order) get that depth; the\n"
     "                     rest get --derive-depth (0..1000000, default 128)\n"
+    "  --derive-effort N  rule applications one derivation may try (both sides; 0..1000000000,\n"
+    "                     default 0: no cap) before the candidate goes to Z3 instead: a count, so\n"
+    "                     the rules stay reproducible; they depend on N\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
     "                     default 16): larger balances the threads better, derives a little less\n"
     "  --emit-derived     also emit the derived rules into --listing and --header, each naming the\n"
@@ -269,6 +272,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.add_option("--derive-depth", c.derive_depth)->check(int_within(0, 4));
     app.add_option("--final-derive-depth", c.final_derive_depth)->check(int_within(0, 6));
     app.add_option("--final-derive-limit", c.final_derive_limit)->check(int_within(0, 1000000));
+    app.add_option("--derive-effort", c.derive_effort)->check(int_within(0, 1000000000));
     app.add_option("--derive-chunk", c.derive_chunk)->check(int_within(1, 4096));
     app.add_flag("--emit-derived", c.emit_derived);
     app.add_flag("--no-settle", no_settle);

@@ -58,8 +58,8 @@ struct rule_base::stored {
     std::vector<std::vector<std::int32_t>> domains;
 };
 
-rule_base::rule_base(const options& o, int depth, std::size_t max_frontier)
-    : o_(o), depth_(depth), max_frontier_(max_frontier) {}
+rule_base::rule_base(const options& o, int depth, std::size_t max_frontier, std::size_t effort)
+    : o_(o), depth_(depth), max_frontier_(max_frontier), effort_(effort) {}
 rule_base::~rule_base() = default;
 
 namespace {
@@ -251,6 +251,10 @@ struct expander {
     const rule_base& base;
     std::size_t max_frontier;
     std::size_t max_ops;
+    // Applications this join may still preview (rule_base's effort cap);
+    // `exhausted` once it has previewed them all.
+    std::size_t effort_left = std::numeric_limits<std::size_t>::max();
+    bool exhausted = false;
     std::vector<rule_base::anchor_ref> anchors;  // reused from graph to graph
     std::vector<std::int32_t> anchor_nodes;
     // One rewrite from every graph of the frontier; new graphs (by structural
@@ -289,6 +293,11 @@ struct expander {
                             if (!in_domains(s, m)) return true;
                             auto pa = rewrite::prepare_apply(ix, s.view, m);
                             if (!pa) return true;
+                            if (effort_left == 0) {
+                                exhausted = true;
+                                return false;
+                            }
+                            --effort_left;
                             auto v = rewrite::preview(*pa);
                             if (!v || v->operators > max_ops) return true;
                             const auto h = v->structural_hash;
@@ -306,6 +315,7 @@ struct expander {
                         },
                         std::span<const std::int32_t>(anchor_nodes), &s.plan);
                     if (joined) return joined;
+                    if (exhausted) return std::nullopt;
                 }
             }
         }
@@ -338,7 +348,7 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
     if (ha == hb) return true;
     expander::reached sa{{ha, {}}}, sb{{hb, {}}};
     if (rules_.empty()) return false;
-    expander ex{*this, max_frontier_, max_ops, {}, {}};
+    expander ex{*this, max_frontier_, max_ops, effort_ > 0 ? effort_ : std::numeric_limits<std::size_t>::max(), false, {}, {}};
     std::vector<graph> fa{a}, fb{b}, next;
     auto joined = [&](std::uint64_t h) {
         if (used) {
@@ -354,9 +364,13 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
             if (auto h = ex.step(fa, sa, sb, next)) return joined(*h);
             fa.swap(next);
         }
-        if (!fb.empty()) {
+        if (!fb.empty() && !ex.exhausted) {
             if (auto h = ex.step(fb, sb, sa, next)) return joined(*h);
             fb.swap(next);
+        }
+        if (ex.exhausted) {
+            capped_.fetch_add(1, std::memory_order_relaxed);
+            return false;
         }
         if (fa.empty() && fb.empty()) break;
     }

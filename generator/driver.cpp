@@ -199,6 +199,8 @@ std::string run_result::summary_text() const {
           << "thread time: derivation " << seconds_text(derive_seconds) << " s (" << seconds_text(derive_failed_seconds)
           << " s on candidates then sent to Z3 or settled), Z3 " << seconds_text(z3_proof_seconds) << " s proving, "
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
+    if (verified && derive_capped)
+        s << "derivation attempts given up at --derive-effort: " << derive_capped << "\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
     if (resumed_partitions)
@@ -273,6 +275,7 @@ void run_result::write_summary_json(const text_sink& out) const {
                     {"derived_after_z3", derived_after_z3},
                     {"derive_seconds", derive_seconds},
                     {"derive_failed_seconds", derive_failed_seconds},
+                    {"derive_capped", derive_capped},
                     {"z3_proof_seconds", z3_proof_seconds},
                     {"z3_other_seconds", z3_other_seconds},
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
@@ -506,7 +509,7 @@ run_result run(const run_config& c) {
         };
         // Rules proven so far (Z3 only: a derived candidate adds nothing a
         // deeper derivation from the same rules would not reach).
-        rule_base base(c.o, c.derive_depth);
+        rule_base base(c.o, c.derive_depth, 256, c.derive_effort);
         // Chunks of a fixed size: a candidate may use every rule proven in an
         // earlier chunk (deterministic whatever the thread count).
         const std::size_t chunk = std::max<std::size_t>(1, c.derive_chunk);
@@ -622,6 +625,7 @@ run_result run(const run_config& c) {
                << "), rlimit " << c.rlimit << ", max-instances " << c.max_instances << ", mbqi " << c.mbqi << ", transposed "
                << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
+            if (c.derive_effort) id << ", derive effort " << c.derive_effort;
             // A reused solver's verdicts depend on which queries it answered
             // since its last restart: on where they are dealt (by position,
             // over every worker of the team) and on when it restarts.
@@ -1043,14 +1047,18 @@ run_result run(const run_config& c) {
         if (!team_failure.empty()) throw team_error(team_failure);
         if (failure) std::rethrow_exception(failure);
         positions.reset();  // collective: every process ends its draws here
+        r.derive_capped = base.capped();
         if (c.team) {
             byte_writer w;
             w.pod(busy);
             w.pod<std::uint64_t>(first_pass_here);
+            w.pod<std::uint64_t>(base.capped());
+            r.derive_capped = 0;
             for (const auto& bytes : c.team->all_gather(w.out)) {
                 byte_reader rd{bytes};
                 r.rank_seconds.push_back(rd.pod<double>());
                 r.rank_first_pass.push_back(rd.pod<std::uint64_t>());
+                r.derive_capped += rd.pod<std::uint64_t>();
             }
         }
         for (std::size_t i = 0; i < ps.size(); ++i) {

@@ -314,7 +314,9 @@ graph to_graph(const mgraph& m, const options& o, bool second = false, std::span
 // proven rule, so a joinable pair is proven on these instances.
 class rule_base {
 public:
-    explicit rule_base(const options& o, int depth = 2, std::size_t max_frontier = 256);
+    // `effort`: applications a join may preview, both sides together, before
+    // it gives up (0: no cap): a count, so the outcome stays deterministic.
+    explicit rule_base(const options& o, int depth = 2, std::size_t max_frontier = 256, std::size_t effort = 0);
     ~rule_base();
     rule_base(const rule_base&) = delete;
     rule_base& operator=(const rule_base&) = delete;
@@ -378,11 +380,15 @@ public:
     // rules.
     void anchors_for(const graph& g, std::uint64_t kinds_mask, std::vector<anchor_ref>& out) const;
     const std::vector<group>& groups() const { return groups_; }
+    // Joins given up at the effort cap so far (every thread's).
+    std::uint64_t capped() const { return capped_.load(std::memory_order_relaxed); }
 
 private:
     options o_;
     int depth_;
     std::size_t max_frontier_;
+    std::size_t effort_;
+    mutable std::atomic<std::uint64_t> capped_{0};
     std::vector<std::unique_ptr<stored>> rules_;
     std::vector<group> groups_;
     std::unordered_map<std::uint64_t, std::size_t> group_of_mask_;
@@ -515,6 +521,13 @@ struct run_config {
     // commutativity on one side take three rewrites.
     int final_derive_depth = 4;
     std::size_t final_derive_limit = 128;  // candidates that get it (the rest: derive_depth)
+    // Rule applications one derivation may preview (both sides, each shape
+    // configuration apart) before it gives up and the candidate goes to Z3
+    // (0: no cap). Failed derivations are most of the derivation's time at
+    // N=4 and N=5, and spend thousands of applications where most joins
+    // need a few hundred (docs/generator.md, "A cap on a derivation's
+    // effort"); a count, not a time, so the rules stay reproducible.
+    std::size_t derive_effort = 0;
     // Candidates verified together (in parallel) before their proven rules join
     // the rule base; fixed, so the result does not depend on --threads.
     unsigned derive_chunk = 16;
@@ -594,6 +607,7 @@ struct run_result {
     std::uint64_t derived_after_z3 = 0;   // of `derived`: after their Z3 query failed, from their chunk's proofs
     // Thread time of the verification's parts: where a run's time goes.
     double derive_seconds = 0, derive_failed_seconds = 0;  // all derivation attempts; those that failed
+    std::uint64_t derive_capped = 0;  // derivation attempts given up at derive_effort (this run's, resumed work not counted)
     double z3_proof_seconds = 0, z3_other_seconds = 0;     // Z3 queries that proved; the rest
     // With a team: each process's seconds of verification work (its share of
     // the passes, not the waits in exchanges), in rank order.

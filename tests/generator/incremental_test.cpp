@@ -101,6 +101,41 @@ TEST_CASE("a deeper derivation (the last pass's) joins what the default depth do
     CHECK(used == std::vector<std::string>{"relu-idem"});
 }
 
+TEST_CASE("a derivation gives up at its effort cap, counted, and the candidate is left to Z3") {
+    auto o = acts();
+    const gop r = op(op_kind::relu, {2}), rr = op(op_kind::relu, {3}), rrr = op(op_kind::relu, {4}), rrrr = op(op_kind::relu, {5});
+    // Three relu-idem steps on one side, each an application previewed.
+    auto p = pair_of({add_xy, r, rr, rrr, rrrr}, {add_yx, r}, o);
+    for (std::size_t effort : {std::size_t{1}, std::size_t{2}}) {
+        rule_base capped(o, 3, 256, effort);
+        capped.add(rule("relu-idem: (relu (relu ?x)) => (relu ?x)"));
+        CHECK_FALSE(capped.derivable(p));
+        CHECK(capped.capped() == 1);
+    }
+    rule_base enough(o, 3, 256, 1000);
+    enough.add(rule("relu-idem: (relu (relu ?x)) => (relu ?x)"));
+    CHECK(enough.derivable(p));
+    CHECK(enough.capped() == 0);
+    // A pair no rule joins exhausts its search below the cap: not counted.
+    auto q = pair_of({add_xy, r}, {op(op_kind::ewmul, {0, 1}), r}, o);
+    CHECK_FALSE(enough.derivable(q));
+    CHECK(enough.capped() == 0);
+
+    // In a run, the capped candidates go to Z3, which proves what the
+    // derivation would have: every candidate ends derived or proven as before.
+    if (!verifier_available()) return;
+    auto c = verified_run({op_kind::ewadd, op_kind::ewmul});
+    auto uncapped = run(c);
+    c.derive_effort = 1;
+    auto cap = run(c);
+    CHECK(uncapped.derive_capped == 0);
+    CHECK(cap.derive_capped > 0);
+    CHECK(cap.derived < uncapped.derived);
+    CHECK(cap.proven > uncapped.proven);
+    CHECK(cap.proven + cap.derived == uncapped.proven + uncapped.derived);
+    CHECK(cap.timeouts + cap.unproven == uncapped.timeouts + uncapped.unproven);
+}
+
 TEST_CASE("a multi-output candidate is derived only through graphs no larger than its larger side") {
     // relu(x), relu(y) == the two parts of split(relu(concat(x, y))): 2 and 3
     // operators, joined by these rules only through split(concat(relu(x),
