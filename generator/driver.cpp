@@ -1159,6 +1159,11 @@ run_result run(const run_config& c) {
             }
     }
     std::set<text_digest>().swap(texts_np);
+    // Nothing below reads the candidates or their outcomes again: at N=5
+    // (1.1 million candidates) they are ~0.6 GiB that the generalization and
+    // the last emit phase, the run's peak, would hold beside their own.
+    auto release = [](auto&... v) { ((v = std::remove_reference_t<decltype(v)>{}), ...); };
+    release(ps, renamed, status, details, used, used_transposed, derived_from);
     for (auto* m : {&by_z3, &by_derivation})
         std::erase_if(*m, [&](const auto& e) {
             if (source_connected(e.second.r)) return false;
@@ -1315,7 +1320,8 @@ run_result run(const run_config& c) {
                     if (kept.insert(k).second) return false;
                     ++r.commutative_duplicates;
                 }
-                r.commutative_left_out.push_back(e.second);
+                // Kept for inspection only where the run keeps what it does not emit.
+                if (c.keep_unemitted) r.commutative_left_out.push_back(e.second);
                 return true;
             });
         }
@@ -1329,7 +1335,7 @@ run_result run(const run_config& c) {
             const auto rest = changed_outputs_only(e.second.r);
             if (!rest || !kept.count(commutative_form(*rest))) return false;
             ++r.unchanged_outputs;
-            r.unchanged_outputs_left_out.push_back(e.second);
+            if (c.keep_unemitted) r.unchanged_outputs_left_out.push_back(e.second);
             return true;
         });
     }
@@ -1349,7 +1355,7 @@ run_result run(const run_config& c) {
         for (std::size_t i = 0; i < at.size(); ++i) {
             if (!dead[i]) continue;
             auto node = at[i].first->extract(at[i].second);
-            r.dead_ends_left_out.push_back(std::move(node.mapped()));
+            if (c.keep_unemitted) r.dead_ends_left_out.push_back(std::move(node.mapped()));
             ++r.cost_raising_dead_ends;
         }
     }

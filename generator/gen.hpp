@@ -584,14 +584,14 @@ struct run_result {
     // order of commutative operators, or as only reordering operands
     // (commutative_form).
     std::uint64_t commutative_duplicates = 0, commutation_only = 0;
-    std::vector<emitted_rule> commutative_left_out;  // those rules (derived rules may name them as sources)
+    std::vector<emitted_rule> commutative_left_out;  // those rules (derived rules may name them as sources; kept with keep_unemitted)
     // Proven rules left out as an emitted rule with outputs it leaves
     // unchanged added (changed_outputs_only).
     std::uint64_t unchanged_outputs = 0;
-    std::vector<emitted_rule> unchanged_outputs_left_out;  // those rules (derived rules may name them as sources)
+    std::vector<emitted_rule> unchanged_outputs_left_out;  // those rules (derived rules may name them as sources; kept with keep_unemitted)
     // Proven rules left out as dead ends for the search (cost_raising_dead_ends).
     std::uint64_t cost_raising_dead_ends = 0;
-    std::vector<emitted_rule> dead_ends_left_out;  // those rules (derived rules may name them as sources)
+    std::vector<emitted_rule> dead_ends_left_out;  // those rules (derived rules may name them as sources; kept with keep_unemitted)
     // Rules over parameter variables emitted, the proven instances they
     // replaced, and generalizations Z3 did not prove (their instances stay).
     std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;

@@ -317,6 +317,16 @@ TEST_CASE("a run that keeps no unemitted rules counts and lists what one that ke
     CHECK(nlohmann::json::parse(none.summary_json())["unproven_listing"].empty());
     CHECK(lean.derived_rules.empty());
     CHECK(lean.not_proven.empty());
+    // The rules left out are counted alike, and kept only by the run that keeps them.
+    CHECK(kept.commutative_duplicates > 0);
+    CHECK(kept.commutative_left_out.size() == kept.commutative_duplicates + kept.commutation_only);
+    CHECK(lean.commutative_duplicates == kept.commutative_duplicates);
+    CHECK(lean.commutation_only == kept.commutation_only);
+    CHECK(lean.unchanged_outputs == kept.unchanged_outputs);
+    CHECK(lean.cost_raising_dead_ends == kept.cost_raising_dead_ends);
+    CHECK(lean.commutative_left_out.empty());
+    CHECK(lean.unchanged_outputs_left_out.empty());
+    CHECK(lean.dead_ends_left_out.empty());
     REQUIRE(lean.rules.size() == kept.rules.size());
     for (std::size_t i = 0; i < lean.rules.size(); ++i) {
         CHECK(lean.rules[i].r.text == kept.rules[i].r.text);
