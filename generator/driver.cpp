@@ -199,10 +199,9 @@ std::string run_result::summary_text() const {
           << "thread time: derivation " << seconds_text(derive_seconds) << " s (" << seconds_text(derive_failed_seconds)
           << " s on candidates then sent to Z3 or settled), Z3 " << seconds_text(z3_proof_seconds) << " s proving, "
           << seconds_text(z3_other_seconds) << " s on queries that did not prove\n";
-    if (verified && derive_capped)
-        s << "derivation attempts given up at --derive-effort: " << derive_capped << "\n";
     else
         s << "verification: skipped (tsopt-gen built without the Z3 verifier or --no-verify): NO rule is emitted\n";
+    if (verified && derive_capped) s << "derivation attempts given up at --derive-effort: " << derive_capped << "\n";
     if (resumed_partitions)
         s << "resumed from the checkpoint: the candidates of " << resumed_partitions << " fingerprint partition(s), not enumerated again\n";
     if (resumed)

@@ -130,6 +130,10 @@ TEST_CASE("a derivation gives up at its effort cap, counted, and the candidate i
     auto cap = run(c);
     CHECK(uncapped.derive_capped == 0);
     CHECK(cap.derive_capped > 0);
+    // The summary says so, and that the run was verified, capped or not.
+    for (const auto* x : {&uncapped, &cap}) CHECK(x->summary_text().find("verification: skipped") == std::string::npos);
+    CHECK(uncapped.summary_text().find("given up at --derive-effort") == std::string::npos);
+    CHECK(cap.summary_text().find("given up at --derive-effort: " + std::to_string(cap.derive_capped)) != std::string::npos);
     CHECK(cap.derived < uncapped.derived);
     CHECK(cap.proven > uncapped.proven);
     CHECK(cap.proven + cap.derived == uncapped.proven + uncapped.derived);
