@@ -59,7 +59,7 @@ struct rule_base::stored {
 };
 
 rule_base::rule_base(const options& o, int depth, std::size_t max_frontier, std::size_t effort)
-    : o_(o), depth_(depth), max_frontier_(max_frontier), effort_(effort) {}
+    : o_(o), depth_(depth), max_frontier_(max_frontier), effort_(effort > 0 ? effort : std::numeric_limits<std::size_t>::max()) {}
 rule_base::~rule_base() = default;
 
 namespace {
@@ -253,8 +253,8 @@ struct expander {
     std::size_t max_ops;
     // Applications this join may still preview (rule_base's effort cap);
     // `exhausted` once it has previewed them all.
-    std::size_t effort_left = std::numeric_limits<std::size_t>::max();
-    bool exhausted = false;
+    std::size_t effort_left;
+    bool exhausted;
     std::vector<rule_base::anchor_ref> anchors;  // reused from graph to graph
     std::vector<std::int32_t> anchor_nodes;
     // One rewrite from every graph of the frontier; new graphs (by structural
@@ -348,7 +348,7 @@ bool rule_base::joinable(const graph& a, const graph& b, std::vector<std::string
     if (ha == hb) return true;
     expander::reached sa{{ha, {}}}, sb{{hb, {}}};
     if (rules_.empty()) return false;
-    expander ex{*this, max_frontier_, max_ops, effort_ > 0 ? effort_ : std::numeric_limits<std::size_t>::max(), false, {}, {}};
+    expander ex{*this, max_frontier_, max_ops, effort_, false, {}, {}};
     std::vector<graph> fa{a}, fb{b}, next;
     auto joined = [&](std::uint64_t h) {
         if (used) {
