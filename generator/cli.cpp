@@ -65,6 +65,9 @@ const char* usage =
     "                     the rules stay reproducible; they depend on N\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
     "                     default 16): larger balances the threads better, derives a little less\n"
+    "  --shuffle-batch N  tsopt-gen-mpi: graphs each rank sends per round of the exchange that\n"
+    "                     brings every graph to the rank owning its fingerprint (1..1000000000,\n"
+    "                     default 1000000; memory only: the rules do not depend on it)\n"
     "  --emit-derived     also emit the derived rules into --listing and --header, each naming the\n"
     "                     Z3-proven rules it was derived from (default: counted in --summary only)\n"
     "  --no-settle        send candidates with constants no axiom reaches to Z3 too (default: settled\n"
@@ -274,6 +277,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.add_option("--final-derive-limit", c.final_derive_limit)->check(int_within(0, 1000000));
     app.add_option("--derive-effort", c.derive_effort)->check(int_within(0, 1000000000));
     app.add_option("--derive-chunk", c.derive_chunk)->check(int_within(1, 4096));
+    app.add_option("--shuffle-batch", c.shuffle_batch)->check(int_within(1, 1000000000));
     app.add_flag("--emit-derived", c.emit_derived);
     app.add_flag("--no-settle", no_settle);
     app.add_flag("--quiet", c.quiet);

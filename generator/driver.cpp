@@ -224,6 +224,20 @@ std::string run_result::summary_text() const {
         for (double t : rank_enumerate_seconds) s << ' ' << seconds_text(t);
         s << " (slowest " << slowest_over_mean(rank_enumerate_seconds) << "x the mean)\n";
     }
+    if (!rank_peak_kib.empty()) {
+        s << "peak memory per process:";
+        for (auto k : rank_peak_kib) s << ' ' << k / 1024 << " MiB";
+        s << "\n";
+    }
+    if (!rank_shuffle_bytes.empty()) {
+        s << "shuffle to the fingerprints' owners per process:";
+        for (std::size_t q = 0; q < rank_shuffle_bytes.size(); ++q) {
+            char sent[48];
+            std::snprintf(sent, sizeof sent, "%.1f MiB sent", static_cast<double>(rank_shuffle_bytes[q]) / (1u << 20));
+            s << ' ' << seconds_text(rank_shuffle_seconds[q]) << " s, " << sent << (q + 1 < rank_shuffle_bytes.size() ? ";" : "");
+        }
+        s << "\n";
+    }
     s << "proven rules left out, their source outputs sharing no input: " << disconnected_sources << "\n"
       << "proven rules left out as equal to an emitted one up to commutative operand order: " << commutative_duplicates
       << "; as only reordering operands: " << commutation_only << "\n"
@@ -242,6 +256,8 @@ void run_result::write_summary_json(const text_sink& out) const {
     using json = nlohmann::ordered_json;
     json phase_list = json::array();
     for (const auto& p : phases) phase_list.push_back({{"name", p.name}, {"seconds", p.seconds}, {"peak_mib", p.peak_kib / 1024.0}});
+    std::vector<double> peak_mib;
+    for (auto k : rank_peak_kib) peak_mib.push_back(static_cast<double>(k) / 1024.0);
     const json j = {{"schema", "tsopt-gen-summary"},
                     {"schema_version", 1},
                     {"spec_hash", spec_hash},
@@ -280,6 +296,9 @@ void run_result::write_summary_json(const text_sink& out) const {
                     {"processes", std::max<std::size_t>(1, rank_seconds.size())},
                     {"process_seconds", rank_seconds},
                     {"process_enumerate_seconds", rank_enumerate_seconds},
+                    {"process_shuffle_seconds", rank_shuffle_seconds},
+                    {"process_shuffle_bytes", rank_shuffle_bytes},
+                    {"process_peak_mib", peak_mib},
                     {"process_first_pass_candidates", rank_first_pass},
                     {"resumed_candidates", resumed},
                     {"resumed_partitions", resumed_partitions},
@@ -343,6 +362,8 @@ run_result run(const run_config& c) {
                     (parts > 1 ? " x " + std::to_string(parts) + " partitions" : std::string()) +
                     ": at most 255 processes, and processes x partitions at most 2^31");
     double enumerate_seconds = 0;  // this process's own subtrees
+    double shuffle_seconds = 0;    // its graphs to their owners
+    std::uint64_t shuffle_bytes = 0;
     // --checkpoint: the candidates of the fingerprint partitions finished
     // so far go to FILE.candidates, rewritten atomically after each; a run
     // that finds it enumerates and pairs only the partitions after them.
@@ -422,7 +443,9 @@ run_result run(const run_config& c) {
         enumerate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (c.team && procs > 1) {  // (one process owns every fingerprint)
             rep.update("graphs to the processes owning their fingerprints", 0, 1);
-            e = shuffle_to_owners(std::move(e), o, *c.team);
+            const auto shuffle_started = std::chrono::steady_clock::now();
+            e = shuffle_to_owners(std::move(e), o, *c.team, c.shuffle_batch, &shuffle_bytes);
+            shuffle_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - shuffle_started).count();
         }
         subtrees.reset();
         fold(enumerated, rep.end(std::to_string(e.total_graphs) + " graphs" +
@@ -437,10 +460,17 @@ run_result run(const run_config& c) {
     }
     r.phases.push_back(enumerated);
     r.phases.push_back(paired);
-    if (c.team) {  // the balance of the subtrees drawn
+    if (c.team) {  // the balance of the subtrees drawn, and what the shuffle cost each process
         byte_writer w;
         w.pod(enumerate_seconds);
-        for (const auto& bytes : c.team->all_gather(w.out)) r.rank_enumerate_seconds.push_back(byte_reader{bytes}.pod<double>());
+        w.pod(shuffle_seconds);
+        w.pod(shuffle_bytes);
+        for (const auto& bytes : c.team->all_gather(w.out)) {
+            byte_reader rd{bytes};
+            r.rank_enumerate_seconds.push_back(rd.pod<double>());
+            r.rank_shuffle_seconds.push_back(rd.pod<double>());
+            r.rank_shuffle_bytes.push_back(rd.pod<std::uint64_t>());
+        }
     }
 
     // A candidate's rules, named (the larger side the source), and the
@@ -1418,6 +1448,13 @@ run_result run(const run_config& c) {
                                              " s (wall clock: which candidates were attempted depends on machine load)"
                                        : std::string());
     r.phases.push_back(rep.end(std::to_string(r.rules.size()) + " rules, " + std::to_string(r.not_proven_rules) + " not proven (not emitted)"));
+    if (c.team) {  // each process's peak (its phases'), which only process 0's phase lines show
+        std::uint64_t peak = 0;
+        for (const auto& p : r.phases) peak = std::max(peak, p.peak_kib);
+        byte_writer w;
+        w.pod(peak);
+        for (const auto& bytes : c.team->all_gather(w.out)) r.rank_peak_kib.push_back(byte_reader{bytes}.pod<std::uint64_t>());
+    }
     if (!writes) return r;
     // Every file streamed, none held as one string: a budgeted N=5 run's
     // header is 0.5 GiB of text, its unproven listing and summary 0.5-0.7

@@ -187,8 +187,12 @@ mgraph materialize(const enumeration& e, const graph_rec& g, const options& o);
 // A team's enumerations, each of the subtrees its process drew, become
 // each process's enumeration of the graphs whose fingerprints it owns
 // (owner_of): every bucket on one process, whole, and the processes'
-// buckets in rank order in fingerprint order. Counts are the team's.
-enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& team);
+// buckets in rank order in fingerprint order. Counts are the team's. In
+// rounds of `batch` graphs per process (run_config::shuffle_batch), so
+// that the bytes in flight stay bounded; adds the bytes this process sent
+// to the others to `bytes_sent`.
+enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& team, std::size_t batch,
+                              std::uint64_t* bytes_sent = nullptr);
 // Builds a graph from its operators (modp hashes by evaluating it on the
 // fingerprint input set).
 mgraph materialize(std::span<const gop> ops, std::uint16_t trivial, const options& o);
@@ -532,6 +536,11 @@ struct run_config {
     // Candidates verified together (in parallel) before their proven rules join
     // the rule base; fixed, so the result does not depend on --threads.
     unsigned derive_chunk = 16;
+    // With a team: graphs each process sends per round of the shuffle to
+    // the fingerprints' owners (shuffle_to_owners). Only memory depends on
+    // it: a round's bytes are ~250 per graph at N=5, built, sent and read
+    // before the next round's.
+    std::size_t shuffle_batch = 1'000'000;
     // Also emit derived rules, into the listing and the header (default:
     // counted, listed in the summary, not emitted). Each names the proven
     // rules it was derived from.
@@ -614,6 +623,11 @@ struct run_result {
     // the passes, not the waits in exchanges), in rank order.
     std::vector<double> rank_seconds;
     std::vector<double> rank_enumerate_seconds;  // each process's walk of its subtrees
+    // Each process's shuffle of its graphs to their fingerprints' owners:
+    // seconds (waits for the others included), bytes sent to the others.
+    std::vector<double> rank_shuffle_seconds;
+    std::vector<std::uint64_t> rank_shuffle_bytes;
+    std::vector<std::uint64_t> rank_peak_kib;  // each process's peak resident memory over the run's phases
     // Each process's candidates in the chunks' first pass (derivation),
     // drawn from the team's counter: the slower a process, the fewer.
     std::vector<std::uint64_t> rank_first_pass;

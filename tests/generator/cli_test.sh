@@ -21,6 +21,7 @@ expect "--inputs: input 'x' named twice" --inputs x,w,x
 expect "--all-pairs-limit must be within" --all-pairs-limit 0
 expect "--derive-effort must be within 0..1000000000" --derive-effort -1
 expect "--derive-effort expects an integer" --derive-effort lots
+expect "--shuffle-batch must be within 1..1000000000" --shuffle-batch 0
 # --emit-derived with --header: derived rules enter the header, each naming
 # the Z3-proven rules it came from; the summary and unproven listing are written.
 # (Three operators: at two, every derived rule is a renamed copy of a proven one.)

@@ -52,6 +52,16 @@ same_counts one two "mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
 grep -q '"processes": 2' "$dir/two.json" || { echo "FAIL: the summary does not count 2 processes"; fail=1; }
 tr -d ' \n' < "$dir/two.json" | grep -q '"process_enumerate_seconds":\[[0-9.e+-]*,[0-9.e+-]*\]' ||
   { echo "FAIL: the summary does not give 2 processes' enumeration seconds"; fail=1; }
+# The shuffle to the fingerprints' owners in rounds of 7 graphs per rank
+# (default 1,000,000: one round at this size): the same graphs land where
+# one exchange puts them.
+ranks batch 2 --shuffle-batch 7
+same one batch "--shuffle-batch 7: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+same_counts one batch "--shuffle-batch 7: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+tr -d ' \n' < "$dir/batch.json" | grep -q '"process_shuffle_bytes":\[[1-9][0-9]*,[1-9][0-9]*\]' ||
+  { echo "FAIL: the summary does not give 2 processes' shuffle bytes"; fail=1; }
+tr -d ' \n' < "$dir/batch.json" | grep -q '"process_peak_mib":\[[1-9][0-9.e+]*,[1-9][0-9.e+]*\]' ||
+  { echo "FAIL: the summary does not give 2 processes' peak memory"; fail=1; }
 ranks three 3
 same one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
 same_counts one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
