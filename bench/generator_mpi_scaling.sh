@@ -3,8 +3,9 @@
 # ranks (more ranks than cores are oversubscribed) and tsopt-gen in one
 # process with 1 thread, run one after the other on this machine; prints per
 # run the phases, the wall time, the speed-up over one process and the
-# per-rank verification and enumeration seconds (slowest against the mean)
-# and first-pass candidates, and checks that
+# per-rank verification and enumeration seconds (slowest against the mean),
+# first-pass candidates, shuffle seconds and bytes sent, and peak memory,
+# and checks that
 # every listing and header equals the single-process one.
 #   bench/generator_mpi_scaling.sh [BUILD_DIR] [RANKS] [tsopt-gen options...]
 # e.g. bench/generator_mpi_scaling.sh build "1 2" --max-ops 3 --representative-params \
@@ -43,7 +44,10 @@ def line(s):
     return " ".join("%.1f" % x for x in s) + " (slowest %.2fx the mean)" % (max(s) / m if m else 1)
 first = d.get("process_first_pass_candidates") or []
 print("verification", line(d["process_seconds"]) if d["process_seconds"] else "-", "| enumeration", line(d["process_enumerate_seconds"]),
-      "| first-pass candidates", " ".join(map(str, first)) or "-")' "$out/r$np.json")
+      "| first-pass candidates", " ".join(map(str, first)) or "-",
+      "| shuffle s", " ".join("%.1f" % x for x in d.get("process_shuffle_seconds", [])) or "-",
+      "| shuffle MiB sent", " ".join("%.0f" % (x / 2**20) for x in d.get("process_shuffle_bytes", [])) or "-",
+      "| peak MiB", " ".join("%.0f" % x for x in d.get("process_peak_mib", [])) or "-")' "$out/r$np.json")
   same=identical
   cmp -s "$out/one.txt" "$out/r$np.txt" && cmp -s "$out/one.hpp" "$out/r$np.hpp" || { same="DIFFERENT"; status=1; }
   printf '%-28s %8.1f s  %.2fx  %s; rules %s; per-rank s: %s\n' "tsopt-gen-mpi, $np rank(s)" "$wall" \
