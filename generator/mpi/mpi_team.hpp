@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <memory>
 #include <thread>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gen.hpp"
@@ -44,7 +46,7 @@ public:
     int size() const override { return size_; }
 
     std::vector<std::string> all_gather(const std::string& mine) override {
-        const auto procs = static_cast<std::size_t>(size_);
+        const auto procs = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
         std::uint64_t n = mine.size();
         std::vector<std::uint64_t> sizes(procs);
         MPI_Request req;
@@ -52,11 +54,22 @@ public:
         wait(req, "MPI_Iallgather");
         std::uint64_t total = 0;
         for (auto k : sizes) total += k;
-        // Past MPI's int counts (the graphs gathered at N=5): the same bytes
-        // to every process, point to point in pieces. Every rank sees the
-        // same sizes, so every rank takes the same branch.
-        if (total > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-            return all_to_all(std::vector<std::string>(procs, mine));
+        // Large (the pairs gathered at N=5, past MPI's int counts there):
+        // point to point, each process's bytes received into their own
+        // string, where one buffer for all of them, then cut into copies,
+        // held the team's bytes twice. Every rank sees the same sizes, so
+        // every rank takes the same branch. (Test hook, tests/generator/
+        // mpi_test.sh: TSOPT_GEN_TEST_GATHER_POINT_TO_POINT takes it for
+        // every gather.)
+        static const bool always = std::getenv("TSOPT_GEN_TEST_GATHER_POINT_TO_POINT") != nullptr;
+        if (always || total > (64ull << 20)) {
+            std::vector<std::string> from(procs);
+            for (std::size_t q = 0; q < procs; ++q)
+                if (q != me) from[q].resize(sizes[q]);
+            point_to_point(std::vector<std::string_view>(procs, mine), from);
+            from[me] = mine;
+            return from;
+        }
         std::vector<int> counts(procs), offsets(procs);
         for (std::size_t q = 0, at = 0; q < procs; at += sizes[q], ++q) {
             counts[q] = static_cast<int>(sizes[q]);
@@ -83,28 +96,10 @@ public:
         check(MPI_Ialltoall(send_n.data(), 1, MPI_UINT64_T, recv_n.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req), "MPI_Ialltoall");
         wait(req, "MPI_Ialltoall");
         std::vector<std::string> from(procs);
+        for (std::size_t q = 0; q < procs; ++q)
+            if (q != me) from[q].resize(recv_n[q]);
+        point_to_point(std::vector<std::string_view>(to_each.begin(), to_each.end()), from);
         from[me] = std::move(to_each[me]);
-        // Every message in pieces within MPI's int count, all posted at once
-        // (a piece's tag is its index: pieces between two ranks arrive in order anyway).
-        constexpr std::uint64_t piece = 1ull << 30;
-        std::vector<MPI_Request> reqs;
-        auto post = [&](std::size_t q, bool receive) {
-            if (q == me) return;
-            const std::uint64_t n = receive ? recv_n[q] : send_n[q];
-            if (receive) from[q].resize(n);
-            for (std::uint64_t off = 0, k = 0; off < n; off += piece, ++k) {
-                const int len = static_cast<int>(std::min(piece, n - off)), tag = static_cast<int>(k % 30000);
-                reqs.emplace_back();
-                if (receive)
-                    check(MPI_Irecv(from[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()), "MPI_Irecv");
-                else
-                    check(MPI_Isend(to_each[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()),
-                          "MPI_Isend");
-            }
-        };
-        for (std::size_t q = 0; q < procs; ++q) post(q, true);
-        for (std::size_t q = 0; q < procs; ++q) post(q, false);
-        for (auto& r : reqs) wait(r, "the all-to-all exchange");
         return from;
     }
 
@@ -159,6 +154,31 @@ public:
     [[noreturn]] void abort_all(int code) { MPI_Abort(MPI_COMM_WORLD, code); std::abort(); }
 
 private:
+    // to_each[q] to process q and from process q into from[q], already
+    // sized (the sizes exchanged before), for every other process; every
+    // message in pieces within MPI's int count, all posted at once (a
+    // piece's tag is its index: pieces between two ranks arrive in order anyway).
+    void point_to_point(const std::vector<std::string_view>& to_each, std::vector<std::string>& from) {
+        const auto procs = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
+        constexpr std::uint64_t piece = 1ull << 30;
+        std::vector<MPI_Request> reqs;
+        auto post = [&](std::size_t q, bool receive) {
+            if (q == me) return;
+            const std::uint64_t n = receive ? from[q].size() : to_each[q].size();
+            for (std::uint64_t off = 0, k = 0; off < n; off += piece, ++k) {
+                const int len = static_cast<int>(std::min(piece, n - off)), tag = static_cast<int>(k % 30000);
+                reqs.emplace_back();
+                if (receive)
+                    check(MPI_Irecv(from[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()), "MPI_Irecv");
+                else
+                    check(MPI_Isend(to_each[q].data() + off, len, MPI_CHAR, static_cast<int>(q), tag, MPI_COMM_WORLD, &reqs.back()),
+                          "MPI_Isend");
+            }
+        };
+        for (std::size_t q = 0; q < procs; ++q) post(q, true);
+        for (std::size_t q = 0; q < procs; ++q) post(q, false);
+        for (auto& r : reqs) wait(r, "the point-to-point exchange");
+    }
     // A blocking collective spins on its core, which the other ranks need
     // where ranks outnumber cores (mpirun --oversubscribe: the tests, and 4
     // ranks on this 2-core machine in bench/generator_mpi_scaling.sh).

@@ -62,6 +62,13 @@ tr -d ' \n' < "$dir/batch.json" | grep -q '"process_shuffle_bytes":\[[1-9][0-9]*
   { echo "FAIL: the summary does not give 2 processes' shuffle bytes"; fail=1; }
 tr -d ' \n' < "$dir/batch.json" | grep -q '"process_peak_mib":\[[1-9][0-9.e+]*,[1-9][0-9.e+]*\]' ||
   { echo "FAIL: the summary does not give 2 processes' peak memory"; fail=1; }
+# Gathers above 64 MiB (the pairs at N=5) go point to point, each
+# process's bytes into their own string: forced here for every gather.
+export TSOPT_GEN_TEST_GATHER_POINT_TO_POINT=1
+ranks p2p 2
+unset TSOPT_GEN_TEST_GATHER_POINT_TO_POINT
+same one p2p "every gather point to point: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
+same_counts one p2p "every gather point to point: mpirun -np 2 tsopt-gen-mpi vs tsopt-gen --threads 1"
 ranks three 3
 same one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
 same_counts one three "mpirun -np 3 tsopt-gen-mpi vs tsopt-gen --threads 1"
