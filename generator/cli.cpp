@@ -60,7 +60,10 @@ const char* usage =
     "  --final-derive-limit N\n"
     "                     how many of those candidates (the first, in order) get that depth; the\n"
     "                     rest get --derive-depth (0..1000000, default 128)\n"
-    "  --derive-effort N  rule applications one derivation may try (both sides; 0..1000000000,\n"
+    "  --no-rederive     skip the derivations after Z3 (each chunk's, over its Z3 non-proofs, and\n"
+    "                     the final pass): the same rules, in less time; those candidates stay\n"
+    "                     listed as not proven, though some are derivable\n"
+  "  --derive-effort N  rule applications one derivation may try (both sides; 0..1000000000,\n"
     "                     default 0: no cap) before the candidate goes to Z3 instead: a count, so\n"
     "                     the rules stay reproducible; they depend on N\n"
     "  --derive-chunk N   candidates verified between two updates of the proven rules (1..4096,\n"
@@ -240,7 +243,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.allow_extras();   // reported below as unknown options
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
     bool help = false, no_verify = false, no_mbqi = false, no_generalize = false, no_transposed = false, no_derive = false,
-         no_settle = false, single_shape = false;
+         no_settle = false, single_shape = false, no_rederive = false;
     std::string ops, inputs;
     app.add_flag("-h,--help", help);
     app.add_option("--max-ops", c.o.max_ops)->check(int_within(1, gen::max_graph_ops));
@@ -278,6 +281,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.add_option("--derive-effort", c.derive_effort)->check(int_within(0, 1000000000));
     app.add_option("--derive-chunk", c.derive_chunk)->check(int_within(1, 4096));
     app.add_option("--shuffle-batch", c.shuffle_batch)->check(int_within(1, 1000000000));
+    app.add_flag("--no-rederive", no_rederive);
     app.add_flag("--emit-derived", c.emit_derived);
     app.add_flag("--no-settle", no_settle);
     app.add_flag("--quiet", c.quiet);
@@ -318,6 +322,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     if (no_generalize) c.generalize = false;
     if (no_transposed) c.try_transposed = false;
     if (no_derive) c.derive = false;
+    if (no_rederive) c.rederive = false;
     if (no_settle) c.settle_opaque = false;
     if (single_shape) c.o.two_shapes = false;
     if (app.count("--namespace") && !tsopt::gen::valid_namespace(c.header_namespace))

@@ -655,6 +655,7 @@ run_result run(const run_config& c) {
                << c.try_transposed << ", derive " << c.derive << " (depth " << c.derive_depth << ", chunk " << chunk
                << "), settle " << c.settle_opaque << ", seed " << c.o.seed;
             if (c.derive_effort) id << ", derive effort " << c.derive_effort;
+            if (!c.rederive) id << ", no derivation after Z3";
             // A reused solver's verdicts depend on which queries it answered
             // since its last restart: on where they are dealt (by position,
             // over every worker of the team) and on when it restarts.
@@ -1014,7 +1015,7 @@ run_result run(const run_config& c) {
                     std::vector<std::size_t> non_proofs;
                     for (std::size_t k = b; k < chunk_end; ++k)
                         if (status[order[k]] == 1 || status[order[k]] == 2) non_proofs.push_back(order[k]);
-                    if (!non_proofs.empty() &&
+                    if (c.rederive && !non_proofs.empty() &&
                         !exchange(rederive_positions(non_proofs, 0, non_proofs.size(), [](std::size_t) { return -1; })))
                         break;
                 }
@@ -1034,7 +1035,7 @@ run_result run(const run_config& c) {
             // of `chunk` positions, each exchanged and checkpointed like a
             // chunk: a run killed inside the pass resumes after the slices
             // its checkpoint holds.
-            if (c.derive && !failed && team_failure.empty() && !fin.done) {
+            if (c.derive && c.rederive && !failed && team_failure.empty() && !fin.done) {
                 if (!fin.started) {
                     for (std::size_t k = 0; k < ps.size(); ++k)
                         if (status[order[k]] == 1 || status[order[k]] == 2) fin.left.push_back(order[k]);
@@ -1444,6 +1445,8 @@ run_result run(const run_config& c) {
                        (r.derived ? "; " + std::to_string(r.derived) + " candidates derived from proven rules (" +
                                         (c.emit_derived ? "emitted" : "not emitted") + ")"
                                   : std::string()) +
+                       (c.derive && !c.rederive ? "; no derivation after Z3 (--no-rederive: some candidates not proven may be derivable)"
+                                                : std::string()) +
                        (c.budget_s > 0 ? "; verification budget " + seconds_text(c.budget_s) +
                                              " s (wall clock: which candidates were attempted depends on machine load)"
                                        : std::string());

@@ -525,6 +525,15 @@ struct run_config {
     // commutativity on one side take three rewrites.
     int final_derive_depth = 4;
     std::size_t final_derive_limit = 128;  // candidates that get it (the rest: derive_depth)
+    // Derive the Z3 non-proofs again, each chunk's with the rules its own
+    // proofs added and, last, every one against the whole rule base (the
+    // final pass). Only Z3-proven rules are emitted and join the rule base,
+    // so these passes change no rule: they tell which non-proofs are
+    // derivable all the same (listed "derived" instead of unproven). At N=5
+    // the final pass alone was 28 % of the derivation's thread time and
+    // derived 1 % of what it tried (docs/generator.md, "N=5 decided in one
+    // run"); tsopt-gen --no-rederive skips them.
+    bool rederive = true;
     // Rule applications one derivation may preview (both sides, each shape
     // configuration apart) before it gives up and the candidate goes to Z3
     // (0: no cap). Failed derivations are most of the derivation's time at

@@ -35,6 +35,16 @@ if "$gen" --max-ops 3 --threads 2 --ops ewadd,ewmul --inputs x,y --quiet --emit-
   ls "$dir" | grep -q tmp && { echo "FAIL: temporary files left behind: $(ls "$dir")"; fail=1; }
 else echo "FAIL: --emit-derived --header exited non-zero"; fail=1; fi
 rm -rf "$dir"
+# --no-rederive: the same rules as a run that derives its Z3 non-proofs
+# again, the listing's head saying those passes were skipped.
+dir=$(mktemp -d)
+small="--max-ops 2 --threads 2 --ops matmul,transpose,ewadd --quiet"
+if "$gen" $small --listing "$dir/with.txt" && "$gen" $small --no-rederive --listing "$dir/without.txt"; then
+  if [ "$(grep -v '^#' "$dir/with.txt")" = "$(grep -v '^#' "$dir/without.txt")" ] && grep -q "no derivation after Z3" "$dir/without.txt" &&
+     ! grep -q "no derivation after Z3" "$dir/with.txt"; then echo "ok: --no-rederive: the same rules, said in the head"
+  else echo "FAIL: --no-rederive changed the rules or did not say so"; fail=1; fi
+else echo "FAIL: --no-rederive exited non-zero"; fail=1; fi
+rm -rf "$dir"
 out=$("$gen" --help) || { echo "FAIL: --help exited non-zero"; fail=1; }
 case "$out" in *"usage: tsopt-gen"*) echo "ok: --help" ;; *) echo "FAIL: --help"; fail=1 ;; esac
 exit $fail
