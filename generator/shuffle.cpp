@@ -183,6 +183,7 @@ enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& 
     enumeration e;
     e.input_hashes = mine.input_hashes;
     std::vector<std::size_t> at(procs), end(procs);  // where each sender's next graph goes, and its last
+    auto announced = [&](unsigned q) { return end[q] - (q ? end[q - 1] : 0); };
     {
         auto from = team.all_to_all(std::move(heads));
         std::size_t total = 0;
@@ -198,8 +199,8 @@ enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& 
     }
     // Then the graphs, `batch` of this process's at a time: as bytes a
     // graph takes ~50 bytes an operator, twice its record, and one exchange
-    // of them all put rank 0 of an N=5 run on 2 ranks at 3.99 GiB (2.35 GiB
-    // in rounds of a million). Each round's first byte says whether its
+    // of them all put rank 0 of an N=5 run on 2 ranks at 3.99 GiB (2.35-2.61
+    // GiB in rounds of a million). Each round's first byte says whether its
     // sender has more, so every process takes part until none has.
     for (std::size_t next = 0, more = 1; more;) {
         std::vector<byte_writer> to(procs);
@@ -221,7 +222,7 @@ enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& 
             while (!in.in.empty()) {
                 if (at[q] == end[q])
                     throw error("generator: process " + std::to_string(q) + " sent more graphs than the " +
-                                std::to_string(end[q] - (q ? end[q - 1] : 0)) + " it announced");
+                                std::to_string(announced(q)) + " it announced");
                 e.graphs[at[q]++] = read_record(in, e, static_cast<std::uint8_t>(q));
             }
             std::string().swap(from[q]);
@@ -229,8 +230,8 @@ enumeration shuffle_to_owners(enumeration mine, const options& o, process_team& 
     }
     for (unsigned q = 0; q < procs; ++q)
         if (at[q] != end[q])
-            throw error("generator: process " + std::to_string(q) + " sent " + std::to_string(at[q] - (q ? end[q - 1] : 0)) +
-                        " graphs of the " + std::to_string(end[q] - (q ? end[q - 1] : 0)) + " it announced");
+            throw error("generator: process " + std::to_string(q) + " sent " + std::to_string(announced(q) - (end[q] - at[q])) +
+                        " graphs of the " + std::to_string(announced(q)) + " it announced");
     return e;
 }
 
