@@ -12,10 +12,12 @@
 // input_4..6 [4,4], input_7..9 [2,4,5,5], input_10..12 [4,4,3,3], input_13..15
 // [4,4,1,3], input_16..18 [4,4,3,1], input_19 [4,1,3,3], input_20 a scalar),
 // groups the equations equal up to a renaming of same-shaped inputs and
-// direction, and checks each with tsopt's rules through the library's matcher
-// and rule application (as tests/generator/coverage_test.cpp does for TASO's
-// axioms):
+// direction, evaluates both sides on random inputs (a class that differs is
+// reported apart), and checks each with tsopt's rules through the library's
+// matcher and rule application (as tests/generator/coverage_test.cpp does for
+// TASO's axioms):
 //   in the set      one rule application turns one side into the other
+//   in sequence     two rule applications do (a rule and one more rewrite)
 //   one rewrite     the two sides meet after at most one rewrite each
 //   --depth K       ... at most K rewrites each (reported per depth)
 // Every rewrite is a proven rule, so a joined equation is proven from tsopt's
@@ -380,7 +382,10 @@ void ops_of(const term& t, std::set<std::string>& out) {
 // their class, in every order.
 std::vector<std::map<int, int>> renamings(const std::set<int>& used) {
     std::map<int, std::vector<int>> by_class;
-    for (int k : used) by_class[taso_input_of(k) ? taso_input_of(k)->cls : -1].push_back(k);
+    for (int k : used) {
+        auto in = taso_input_of(k);
+        by_class[in ? in->cls : -1].push_back(k);
+    }
     std::vector<std::map<int, int>> out{{}};
     for (auto& [cls, ks] : by_class) {
         if (cls < 0) continue;
@@ -607,12 +612,9 @@ int run(int argc, char** argv) {
                   << " single equations\n";
     }
 
-    // Classes up to renaming and direction, keyed by the least hash pair.
-    struct klass {
-        std::size_t first;  // equation index
-        std::size_t count = 0;
-    };
-    std::map<std::pair<std::uint64_t, std::uint64_t>, klass> classes;
+    // Classes up to renaming and direction, keyed by the least hash pair,
+    // each represented by its first equation.
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> classes;
     std::map<std::string, std::size_t> not_built;  // reason -> equations
     std::size_t unbuilt_eqs = 0, trivial = 0;
     for (std::size_t e = 0; e < eqs.size(); ++e) {
@@ -637,8 +639,7 @@ int run(int argc, char** argv) {
             ++trivial;  // equal graphs in tsopt (commutative operands)
             continue;
         }
-        auto [it, fresh] = classes.try_emplace(*key, klass{e});
-        ++it->second.count;
+        classes.try_emplace(*key, e);
     }
     std::cout << "distinct up to renaming and direction: " << classes.size() << " (plus " << trivial
               << " equations whose two sides are one graph in tsopt, commutative operands; " << unbuilt_eqs
@@ -652,24 +653,25 @@ int run(int argc, char** argv) {
     std::vector<std::size_t> missing, false_here;
     std::map<std::string, std::pair<std::size_t, std::size_t>> by_ops;  // operators -> joined, classes
     const auto t0 = std::chrono::steady_clock::now();
-    for (auto& [key, k] : classes) {
+    for (auto& [key, e] : classes) {
         std::string why;
-        auto b = build_equation(eqs[k.first], {}, why);
+        auto b = build_equation(eqs[e], {}, why);
+        if (!b) throw error("internal: equation " + std::to_string(e) + " built under a renaming but not as written: " + why);
         std::set<std::string> ops;
-        for (const auto* side : {&eqs[k.first].lhs, &eqs[k.first].rhs})
+        for (const auto* side : {&eqs[e].lhs, &eqs[e].rhs})
             for (const term& t : *side) ops_of(t, ops);
-        if (eqs[k.first].lhs.size() > 1) ops.insert("(two outputs)");
+        if (eqs[e].lhs.size() > 1) ops.insert("(two outputs)");
         std::string family;
         for (auto& o : ops) family += (family.empty() ? "" : "+") + o;
         if (!agrees_numerically(b->lhs, b->rhs)) {
-            false_here.push_back(k.first);
+            false_here.push_back(e);
             continue;
         }
         auto v = j.join(b->lhs, b->rhs, depth);
         direct += v.direct;
         two_in_sequence += v.two_in_sequence;
         if (v.depth > 0) ++at_depth[static_cast<std::size_t>(v.depth)];
-        else missing.push_back(k.first);
+        else missing.push_back(e);
         auto& fam = by_ops[family];
         fam.first += v.depth == 1 ? 1 : 0;
         ++fam.second;
