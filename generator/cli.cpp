@@ -78,6 +78,9 @@ const char* usage =
     "  --no-generalize    emit every proven instance as enumerated (default: a rule using one value of\n"
     "                     a stride, dilation or padding slot throughout is proven\n"
     "                     once with a parameter variable there and replaces its instances)\n"
+    "  --no-split-operands  emit a rule whose source reads one tensor in several places as enumerated\n"
+    "                     (default: the first variant with a variable per read that agrees on random\n"
+    "                     inputs and that Z3 proves replaces it)\n"
     "  --no-mbqi          turn off Z3's model-based quantifier instantiation\n"
     "  --no-transposed    give up on a matrix candidate Z3 does not prove (default: try its transposed\n"
     "                     mirror, matmul's operands swapped, and step back from it; docs/generator.md)\n"
@@ -242,7 +245,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.set_help_flag();  // --help prints `usage` (on rank 0 only)
     app.allow_extras();   // reported below as unknown options
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
-    bool help = false, no_verify = false, no_mbqi = false, no_generalize = false, no_transposed = false, no_derive = false,
+    bool help = false, no_verify = false, no_mbqi = false, no_generalize = false, no_split_operands = false, no_transposed = false, no_derive = false,
          no_settle = false, single_shape = false, no_rederive = false;
     std::string ops, inputs;
     app.add_flag("-h,--help", help);
@@ -271,6 +274,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     app.add_flag("--no-verify", no_verify);
     app.add_flag("--no-mbqi", no_mbqi);
     app.add_flag("--no-generalize", no_generalize);
+    app.add_flag("--no-split-operands", no_split_operands);
     app.add_flag("--reuse-solver", c.reuse_solver);
     app.add_option("--solver-restart", c.solver_restart_chunks)->check(int_within(0, 1000000));
     app.add_flag("--no-transposed", no_transposed);
@@ -320,6 +324,7 @@ int tsopt::gen::cli_main(int argc, char** argv) {
     if (no_verify) c.verify = false;
     if (no_mbqi) c.mbqi = false;
     if (no_generalize) c.generalize = false;
+    if (no_split_operands) c.split_operands = false;
     if (no_transposed) c.try_transposed = false;
     if (no_derive) c.derive = false;
     if (no_rederive) c.rederive = false;

@@ -246,6 +246,9 @@ std::string run_result::summary_text() const {
       << "\n"
       << "rules over parameter variables: " << generalized_rules << ", replacing " << generalized_instances
       << " enumerated instances; " << generalize_unproven << " generalizations not proven (their instances kept)\n"
+      << "rules with shared operands split: " << split_rules << " (" << split_instances
+      << " enumerated rules replaced, the others kept beside a variant with more nodes); "
+      << split_unproven << " variants not proven by Z3, " << split_refuted << " refuted on random inputs\n"
       << "rules emitted (proven; both directions counted): " << rules.size() << "\n"
       << "candidates not proven (listed, never emitted): " << not_proven_rules << "\n";
     for (auto& p : phases) s << "phase " << p.name << ": " << seconds_text(p.seconds) << " s, peak " << p.peak_kib / 1024 << " MiB\n";
@@ -312,6 +315,10 @@ void run_result::write_summary_json(const text_sink& out) const {
                     {"generalized_rules", generalized_rules},
                     {"generalized_instances", generalized_instances},
                     {"generalize_unproven", generalize_unproven},
+                    {"split_rules", split_rules},
+                    {"split_instances", split_instances},
+                    {"split_unproven", split_unproven},
+                    {"split_refuted", split_refuted},
                     {"rules_emitted", rules.size()},
                     {"not_proven_rules", not_proven_rules},
                     {"phases", phase_list}};
@@ -1209,84 +1216,161 @@ run_result run(const run_config& c) {
         ++r.disconnected_sources;
         return true;
     });
+    // The rules a variant with shared operands split replaced: emitted in
+    // that wider form, so a rule adding unchanged outputs to one is left out
+    // as it would be beside the rule itself.
+    std::set<commutative_key> split_away;
 #ifdef TSOPT_GEN_HAVE_VERIFIER
-    if (c.generalize && r.verified && !by_z3.empty()) {
-        r.phases.push_back(rep.end(std::to_string(by_z3.size()) + " proven rules named"));
-        rep.begin("generalize");
+    // The rewriting phases after naming (operand splits, generalization):
+    // the first ends the naming phase.
+    bool naming_open = true;
+    auto begin_rewriting_phase = [&](const char* name) {
+        if (naming_open) r.phases.push_back(rep.end(std::to_string(by_z3.size()) + " proven rules named"));
+        naming_open = false;
+        rep.begin(name);
+    };
+    // Names: a rewritten rule whose reverse was rewritten too is named as a
+    // pair, as the enumerated ones are.
+    auto name_as_pairs = [](std::map<std::string, emitted_rule>& rules) {
+        for (auto& [text, er] : rules) {
+            const io::listed_rule* rev = nullptr;
+            try {
+                auto back = canonical_rule(io::format_rule_text(er.r.dst, er.r.dst_out, er.r.src, er.r.src_out));
+                if (auto it = rules.find(back.text); it != rules.end()) rev = &it->second.r;
+            } catch (const error&) {
+                // The reverse binds a variable only the target reads: one-way.
+            }
+            er.r.name = rule_pair_name(er.r, rev);
+        }
+    };
+    // One Z3 query per group under the run's limits, dealt to threads by
+    // position and each in a fresh context (unless --reuse-solver, as in
+    // the verification): the outcome does not depend on load.
+    auto prove_groups = [&](const std::vector<generalization_group>& groups) {
+        std::vector<verify_result> res(groups.size(), verify_result{verdict::unproven, 0, {}});
+        // With a team, group i goes to worker i mod (threads x processes),
+        // process rank's workers being rank * nt ... rank * nt + nt - 1.
+        unsigned nt = std::max(1u, std::min<unsigned>(verify_threads(c),
+                                                      static_cast<unsigned>(groups.size())));
+        std::atomic<std::size_t> done{0};
+        std::exception_ptr failure;
+        std::mutex fm;
+        {
+            std::vector<std::jthread> ts;
+            for (unsigned t = 0; t < nt; ++t)
+                ts.emplace_back([&, t] {
+                    try {
+                        verifier v = make_verifier(c);
+                        // Afresh at each restart period's groups too (by position,
+                        // as the queries are dealt): at N=5 the reused solvers of
+                        // 140,000 groups grew to ~4 GiB.
+                        std::size_t solver_period = 0;
+                        for (std::size_t i = rank * nt + t; i < groups.size(); i += nt * procs) {
+                            if (solver_period_at(c, i) != solver_period) {
+                                v = make_verifier(c);
+                                solver_period = solver_period_at(c, i);
+                            }
+                            const auto& g = groups[i].general;
+                            res[i] = v.prove(candidate{g.src, g.dst, g.src_out, g.dst_out});
+                            if (res[i].wall_clock)
+                                throw error("wall-clock guard: the Z3 query for the rule " + g.text + " ran " +
+                                            seconds_text(res[i].seconds) + " s, past --timeout-ms " +
+                                            std::to_string(c.timeout_ms) +
+                                            "; its verdict would depend on machine load, so no rules are written: raise "
+                                            "--timeout-ms, or lower --rlimit / --max-instances");
+                            rep.update("groups", ++done, groups.size());
+                        }
+                    } catch (...) {
+                        std::lock_guard lk(fm);
+                        if (!failure) failure = std::current_exception();
+                    }
+                });
+        }
+        if (c.team) {  // every process's verdicts, and its failure
+            byte_writer w;
+            w.failure(failure);
+            for (std::size_t i = rank * nt; i < groups.size(); i += nt * procs)
+                for (std::size_t k = i; k < std::min(groups.size(), i + nt); ++k) {
+                    w.pod<std::uint64_t>(k);
+                    w.pod(res[k].v);
+                    w.pod(res[k].rlimit_used);
+                }
+            auto all = c.team->all_gather(w.out);
+            std::string team_failure;
+            for (std::size_t q = 0; q < all.size(); ++q) {
+                byte_reader rd{all[q]};
+                rd.failure(q, team_failure);
+                while (!rd.in.empty()) {
+                    auto k = static_cast<std::size_t>(rd.pod<std::uint64_t>());
+                    auto v = rd.pod<verdict>();
+                    auto used_k = rd.pod<std::uint64_t>();
+                    if (k >= groups.size()) throw error("generator: a team exchange names group " + std::to_string(k));
+                    res[k].v = v;
+                    res[k].rlimit_used = used_k;
+                }
+            }
+            if (!team_failure.empty()) throw team_error(team_failure);
+        }
+        if (failure) std::rethrow_exception(failure);
+        return res;
+    };
+    if (c.split_operands && r.verified && !by_z3.empty()) {
+        begin_rewriting_phase("split operands");
         std::vector<emitted_rule> proven_rules;
         for (auto& [text, er] : by_z3) proven_rules.push_back(std::move(er));
         by_z3.clear();  // refilled below: proven_rules holds them meanwhile
-        // One Z3 query per group under the run's limits, dealt to threads by
-        // position and each in a fresh context (unless --reuse-solver, as in
-        // the verification): the outcome does not depend on load.
-        auto prove_groups = [&](const std::vector<generalization_group>& groups) {
-            std::vector<verify_result> res(groups.size(), verify_result{verdict::unproven, 0, {}});
-            // With a team, group i goes to worker i mod (threads x processes),
-            // process rank's workers being rank * nt ... rank * nt + nt - 1.
-            unsigned nt = std::max(1u, std::min<unsigned>(verify_threads(c),
-                                                          static_cast<unsigned>(groups.size())));
-            std::atomic<std::size_t> done{0};
-            std::exception_ptr failure;
-            std::mutex fm;
-            {
-                std::vector<std::jthread> ts;
-                for (unsigned t = 0; t < nt; ++t)
-                    ts.emplace_back([&, t] {
-                        try {
-                            verifier v = make_verifier(c);
-                            // Afresh at each restart period's groups too (by position,
-                            // as the queries are dealt): at N=5 the reused solvers of
-                            // 140,000 groups grew to ~4 GiB.
-                            std::size_t solver_period = 0;
-                            for (std::size_t i = rank * nt + t; i < groups.size(); i += nt * procs) {
-                                if (solver_period_at(c, i) != solver_period) {
-                                    v = make_verifier(c);
-                                    solver_period = solver_period_at(c, i);
-                                }
-                                const auto& g = groups[i].general;
-                                res[i] = v.prove(candidate{g.src, g.dst, g.src_out, g.dst_out});
-                                if (res[i].wall_clock)
-                                    throw error("wall-clock guard: the Z3 query for the generalized rule " + g.text + " ran " +
-                                                seconds_text(res[i].seconds) + " s, past --timeout-ms " +
-                                                std::to_string(c.timeout_ms) +
-                                                "; its verdict would depend on machine load, so no rules are written: raise "
-                                                "--timeout-ms, or lower --rlimit / --max-instances");
-                                rep.update("groups", ++done, groups.size());
-                            }
-                        } catch (...) {
-                            std::lock_guard lk(fm);
-                            if (!failure) failure = std::current_exception();
-                        }
-                    });
-            }
-            if (c.team) {  // every process's verdicts, and its failure
-                byte_writer w;
-                w.failure(failure);
-                for (std::size_t i = rank * nt; i < groups.size(); i += nt * procs)
-                    for (std::size_t k = i; k < std::min(groups.size(), i + nt); ++k) {
-                        w.pod<std::uint64_t>(k);
-                        w.pod(res[k].v);
-                        w.pod(res[k].rlimit_used);
+        auto plan = plan_operand_splits(proven_rules, c.o);
+        r.split_refuted = plan.refuted;
+        auto res = prove_groups(plan.groups);
+        // Each rule takes its first proven variant; a variant no rule takes
+        // (each preferred another) is not emitted. A match maps pattern
+        // nodes to distinct graph nodes, so a variant that copied a shared
+        // node (two transposes of ?x and ?y for one transpose of ?x) does not
+        // match where the rule did: the rule stays beside it. A variant with
+        // as many nodes matches wherever the rule did and replaces it.
+        std::vector<std::size_t> taken_by(plan.groups.size(), 0);
+        std::vector<char> replaced(proven_rules.size(), 0);
+        for (std::size_t i = 0; i < proven_rules.size(); ++i)
+            for (std::size_t g : plan.tries[i])
+                if (res[g].v == verdict::proven) {
+                    ++taken_by[g];
+                    if (plan.groups[g].general.src.size() == proven_rules[i].r.src.size()) {
+                        replaced[i] = 1;
+                        ++r.split_instances;
+                        split_away.insert(commutative_form(proven_rules[i].r));
                     }
-                auto all = c.team->all_gather(w.out);
-                std::string team_failure;
-                for (std::size_t q = 0; q < all.size(); ++q) {
-                    byte_reader rd{all[q]};
-                    rd.failure(q, team_failure);
-                    while (!rd.in.empty()) {
-                        auto k = static_cast<std::size_t>(rd.pod<std::uint64_t>());
-                        auto v = rd.pod<verdict>();
-                        auto used_k = rd.pod<std::uint64_t>();
-                        if (k >= groups.size()) throw error("generator: a team exchange names group " + std::to_string(k));
-                        res[k].v = v;
-                        res[k].rlimit_used = used_k;
-                    }
+                    break;
                 }
-                if (!team_failure.empty()) throw team_error(team_failure);
+        std::map<std::string, emitted_rule> split;  // by text
+        for (std::size_t g = 0; g < plan.groups.size(); ++g) {
+            if (res[g].v != verdict::proven) {
+                ++r.split_unproven;
+                continue;
             }
-            if (failure) std::rethrow_exception(failure);
-            return res;
-        };
+            if (!taken_by[g]) continue;
+            std::string prov = by + "proven by Z3 (rlimit " + of_limit(res[g].rlimit_used) + ") with shared operands split (" +
+                               plan.groups[g].slots + "; from " + std::to_string(taken_by[g]) + " enumerated rule" +
+                               (taken_by[g] == 1 ? "" : "s") + ") against " +
+                               std::to_string(spec::all_axioms.size() + spec::extension_axioms().size()) + " axioms" + spec_tail;
+            split.try_emplace(plan.groups[g].general.text, emitted_rule{plan.groups[g].general, prov, true});
+        }
+        name_as_pairs(split);
+        for (std::size_t i = 0; i < proven_rules.size(); ++i) {
+            if (!replaced[i])
+                by_z3.try_emplace(proven_rules[i].r.text, std::move(proven_rules[i]));
+            else if (c.keep_unemitted)
+                r.split_left_out.push_back(std::move(proven_rules[i]));
+        }
+        for (auto& [text, er] : split) r.split_rules += by_z3.try_emplace(text, std::move(er)).second;
+        r.phases.push_back(rep.end(std::to_string(r.split_rules) + " rules with shared operands split, replacing " +
+                                   std::to_string(r.split_instances) + " enumerated; " + std::to_string(r.split_unproven) +
+                                   " variants not proven, " + std::to_string(r.split_refuted) + " refuted on random inputs"));
+    }
+    if (c.generalize && r.verified && !by_z3.empty()) {
+        begin_rewriting_phase("generalize");
+        std::vector<emitted_rule> proven_rules;
+        for (auto& [text, er] : by_z3) proven_rules.push_back(std::move(er));
+        by_z3.clear();  // refilled below: proven_rules holds them meanwhile
         std::vector<char> replaced(proven_rules.size(), 0);
         std::map<std::string, emitted_rule> general;  // by text
         std::set<std::string> failed;                 // generalizations Z3 did not prove
@@ -1313,18 +1397,7 @@ run_result run(const run_config& c) {
             std::erase_if(pending, [&](std::size_t m) { return replaced[m] != 0; });
         }
         r.generalize_unproven = failed.size();
-        // Names: a generalized rule whose reverse was generalized too is
-        // named as a pair, as the enumerated ones are.
-        for (auto& [text, er] : general) {
-            const io::listed_rule* rev = nullptr;
-            try {
-                auto back = canonical_rule(io::format_rule_text(er.r.dst, er.r.dst_out, er.r.src, er.r.src_out));
-                if (auto it = general.find(back.text); it != general.end()) rev = &it->second.r;
-            } catch (const error&) {
-                // The reverse binds a variable only the target reads: one-way.
-            }
-            er.r.name = rule_pair_name(er.r, rev);
-        }
+        name_as_pairs(general);
         for (std::size_t i = 0; i < proven_rules.size(); ++i)
             if (!replaced[i]) by_z3.try_emplace(proven_rules[i].r.text, std::move(proven_rules[i]));
         for (auto& [text, er] : general) by_z3.try_emplace(text, std::move(er));
@@ -1332,8 +1405,8 @@ run_result run(const run_config& c) {
         r.phases.push_back(rep.end(std::to_string(r.generalized_rules) + " rules over parameter variables replace " +
                                    std::to_string(r.generalized_instances) + " enumerated; " +
                                    std::to_string(r.generalize_unproven) + " generalizations not proven"));
-        rep.begin("emit");
     }
+    if (!naming_open) rep.begin("emit");
 #endif
     // One rule per class of rules equal up to commutative operand order, the
     // first by text; none that only reorders operands (commutative_form).
@@ -1363,7 +1436,9 @@ run_result run(const run_config& c) {
         std::erase_if(*m, [&](const auto& e) {
             if (m == &by_derivation && by_z3.count(e.first)) return false;
             const auto rest = changed_outputs_only(e.second.r);
-            if (!rest || !kept.count(commutative_form(*rest))) return false;
+            if (!rest) return false;
+            const commutative_key k = commutative_form(*rest);
+            if (!kept.count(k) && !split_away.count(k)) return false;
             ++r.unchanged_outputs;
             if (c.keep_unemitted) r.unchanged_outputs_left_out.push_back(e.second);
             return true;

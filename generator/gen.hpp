@@ -462,6 +462,35 @@ std::vector<generalization_group> generalization_groups(std::span<const emitted_
                                                         std::span<const std::size_t> candidates,
                                                         std::span<const std::string_view> keep = {});
 
+// ---------------------------------------------------------------- shared operands split
+// (docs/generator.md, "Shared operands split").
+
+// One variant of a rule with the tensor variables its source reads in
+// several places given a variable per read: canonical, and `split` names
+// the variables split ("?a (2 reads)").
+struct operand_split {
+    io::listed_rule rule;
+    std::string split;
+};
+// The variants of `r` (enumerated, concrete parameters) that agree on random
+// inputs, in preference order: every shared variable split at once, then
+// each alone; each target read bound to one copy, at most `max_variants`
+// tried. A node read twice is copied per reader first, so the variables
+// under it are read twice too (the variant then has more nodes). Shapes: the first assignment from `inputs`' shapes under which the
+// rule type-checks. `refuted` counts the variants that differ.
+std::vector<operand_split> split_shared_operands(const io::listed_rule& r, std::span<const input_decl> inputs,
+                                                 const options& o, std::size_t max_variants = 32,
+                                                 std::uint64_t* refuted = nullptr);
+// The variants of the proven `rules`, grouped by text as generalization
+// groups are (members: the rules a group's rule can replace); `tries[i]`:
+// rule i's groups in its preference order.
+struct operand_split_plan {
+    std::vector<generalization_group> groups;
+    std::vector<std::vector<std::size_t>> tries;
+    std::uint64_t refuted = 0;
+};
+operand_split_plan plan_operand_splits(std::span<const emitted_rule> rules, const options& o, std::size_t max_variants = 32);
+
 // Where a large text goes piece by piece (a string, or a file through
 // io::atomic_file_writer): a budgeted N=5 run's unproven listing and summary
 // are 0.7 GiB each, its header 0.5 GiB, too much to hold as strings beside
@@ -564,6 +593,11 @@ struct run_config {
     // variables where Z3 proves it (generalization_groups), within the same
     // limits as every query.
     bool generalize = true;
+    // Emit, for a proven rule whose source reads one tensor in several
+    // places, the first variant with a variable per read that agrees on
+    // random inputs and that Z3 proves (plan_operand_splits), before
+    // generalize; it replaces the rule unless it copied a shared node.
+    bool split_operands = true;
     double budget_s = 0;             // overall verification budget (0: none); the rest counts as not verified
     // The verification's outcomes so far, rewritten atomically at a chunk's
     // end every checkpoint_every_s seconds and after the last chunk; a run
@@ -614,6 +648,12 @@ struct run_result {
     // Rules over parameter variables emitted, the proven instances they
     // replaced, and generalizations Z3 did not prove (their instances stay).
     std::uint64_t generalized_rules = 0, generalized_instances = 0, generalize_unproven = 0;
+    // Rules with shared operands split emitted, the rules they replaced (the
+    // rest stay beside a variant that copied a shared node),
+    // variants Z3 did not prove, and variants that differed on random inputs
+    // (never sent to Z3).
+    std::uint64_t split_rules = 0, split_instances = 0, split_unproven = 0, split_refuted = 0;
+    std::vector<emitted_rule> split_left_out;  // the rules replaced (derived rules may name them as sources; kept with keep_unemitted)
     std::vector<emitted_rule> not_proven; // named candidates that were not proven (inspection only)
     std::uint64_t not_proven_rules = 0;   // their count, kept or not (keep_unemitted)
     double max_proof_seconds = 0;         // slowest successful proof

@@ -30,15 +30,6 @@ const rewrite::rule* snapshot_rule(std::string_view text) {
     return nullptr;
 }
 
-// r matches g exactly once, and the graph it rewrites g into computes what g does.
-graph rewritten_once(const graph& g, const rewrite::rule& r) {
-    auto ms = rewrite::find_matches(g, r);
-    REQUIRE(ms.size() == 1);
-    auto out = rewrite::apply(g, r, ms[0]);
-    REQUIRE(out);
-    rewrite_test::check_equivalent(g, *out);
-    return *out;
-}
 }  // namespace
 
 TEST_CASE("generalize_params: a slot with one value throughout becomes a variable; two values stay constants") {
@@ -138,7 +129,7 @@ TEST_CASE("a generalized snapshot rule matches a stride and dilation the enumera
     std::mt19937_64 rng(7);
     auto w = g.weight("w", shape{6, 4, 3, 3}, rng);
     g.mark_output(g.relu(g.conv2d(x, w, {.stride = 3, .pad = same, .dilation = 2})));
-    CHECK(rewrite_test::count_ops(rewritten_once(g, *fusion), op_kind::relu) == 0);
+    CHECK(rewrite_test::count_ops(rewrite_test::rewritten_once(g, *fusion), op_kind::relu) == 0);
 }
 
 TEST_CASE("a generalized snapshot pool rule matches windows the enumeration never used (VGG's 2x2, a 5x5), and keeps the meaning") {
@@ -158,7 +149,7 @@ TEST_CASE("a generalized snapshot pool rule matches windows the enumeration neve
         graph g;
         auto x = g.input("x", {1, 3, 12, 10});
         g.mark_output(g.relu(g.maxpool(x, {.kernel = w.kernel, .stride = w.stride, .pad = w.pad})));
-        CHECK(rewrite_test::count_ops(rewritten_once(g, *fusion), op_kind::relu) == 0);
+        CHECK(rewrite_test::count_ops(rewrite_test::rewritten_once(g, *fusion), op_kind::relu) == 0);
     }
     // An average pool of any window is a convolution with a cpool kernel of
     // that window (conv-cpool-avgpool): the rule keeps the two tied.
@@ -171,5 +162,5 @@ TEST_CASE("a generalized snapshot pool rule matches windows the enumeration neve
     graph g;
     auto x = g.input("x", {1, 4, 11, 9});
     g.mark_output(g.avgpool(x, {.kernel = 2, .stride = 2, .pad = valid}));
-    CHECK(rewrite_test::count_ops(rewritten_once(g, *as_conv), op_kind::conv2d) == 1);
+    CHECK(rewrite_test::count_ops(rewrite_test::rewritten_once(g, *as_conv), op_kind::conv2d) == 1);
 }

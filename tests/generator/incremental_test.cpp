@@ -262,6 +262,7 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
     for (auto& e : inc.commutative_left_out) names[e.r.text] = e.r.name;
     for (auto& e : inc.dead_ends_left_out) names[e.r.text] = e.r.name;
     for (auto& e : inc.unchanged_outputs_left_out) names[e.r.text] = e.r.name;
+    for (auto& e : inc.split_left_out) names[e.r.text] = e.r.name;
     for (auto& e : emit.rules) {
         if (e.provenance.find("derived from rules ") == std::string::npos) {
             CHECK_MESSAGE(e.provenance.find("proven by Z3 (rlimit ") != std::string::npos, e.provenance);
@@ -286,7 +287,8 @@ TEST_CASE("with incremental verification the derived and Z3-proven candidates ar
         if (auto it = names.find(e.r.text); it != names.end()) CHECK_MESSAGE(it->second == e.r.name, e.r.text);
     for (auto& e : inc.derived_rules) {
         bool same = false;
-        for (auto* set : {&emit.rules, &emit.commutative_left_out, &emit.dead_ends_left_out, &emit.unchanged_outputs_left_out})
+        for (auto* set : {&emit.rules, &emit.commutative_left_out, &emit.dead_ends_left_out, &emit.unchanged_outputs_left_out,
+                          &emit.split_left_out})
             for (auto& x : *set) same |= x.r.text == e.r.text && x.r.name == e.r.name;
         CHECK_MESSAGE(same, e.r.text);
     }
@@ -331,6 +333,9 @@ TEST_CASE("a run that keeps no unemitted rules counts and lists what one that ke
     CHECK(lean.commutative_left_out.empty());
     CHECK(lean.unchanged_outputs_left_out.empty());
     CHECK(lean.dead_ends_left_out.empty());
+    CHECK(lean.split_instances == kept.split_instances);
+    CHECK(kept.split_left_out.size() == kept.split_instances);
+    CHECK(lean.split_left_out.empty());
     REQUIRE(lean.rules.size() == kept.rules.size());
     for (std::size_t i = 0; i < lean.rules.size(); ++i) {
         CHECK(lean.rules[i].r.text == kept.rules[i].r.text);

@@ -10,8 +10,10 @@
 
 #include "tsopt/backend/reference/executor.hpp"
 #include "tsopt/cost/cost_model.hpp"
+#include "tsopt/rewrite/apply.hpp"
 #include "tsopt/rewrite/from_axiom.hpp"
 #include "tsopt/rewrite/layout.hpp"
+#include "tsopt/rewrite/match.hpp"
 #include "tsopt/rules/default.hpp"
 #include "tsopt/spec/axioms.hpp"
 #include "tsopt/zoo/zoo.hpp"
@@ -104,6 +106,16 @@ inline void check_equivalent(const graph& original, const graph& optimized, doub
         CHECK_MESSAGE(e <= tol, "output ", i, ": relative error ", e, " (shapes ", a[i].shape.str(), " vs ",
                       b[i].shape.str(), ")");
     }
+}
+
+// r matches g exactly once, and the graph it rewrites g into computes what g does.
+inline graph rewritten_once(const graph& g, const rewrite::rule& r) {
+    auto ms = rewrite::find_matches(g, r);
+    REQUIRE(ms.size() == 1);
+    auto out = rewrite::apply(g, r, ms[0]);
+    REQUIRE(out);
+    check_equivalent(g, *out);
+    return *out;
 }
 
 // Operators of a kind that run at inference.
