@@ -80,7 +80,7 @@ const char* usage =
     "                     once with a parameter variable there and replaces its instances)\n"
     "  --no-split-operands  emit a rule whose source reads one tensor in several places as enumerated\n"
     "                     (default: the first variant with a variable per read that agrees on random\n"
-    "                     inputs and that Z3 proves replaces it)\n"
+    "                     inputs and that Z3 proves is emitted, replacing it unless it copied a node)\n"
     "  --no-mbqi          turn off Z3's model-based quantifier instantiation\n"
     "  --no-transposed    give up on a matrix candidate Z3 does not prove (default: try its transposed\n"
     "                     mirror, matmul's operands swapped, and step back from it; docs/generator.md)\n"

@@ -476,8 +476,9 @@ struct operand_split {
 // inputs, in preference order: every shared variable split at once, then
 // each alone; each target read bound to one copy, at most `max_variants`
 // tried. A node read twice is copied per reader first, so the variables
-// under it are read twice too (the variant then has more nodes). Shapes: the first assignment from `inputs`' shapes under which the
-// rule type-checks. `refuted` counts the variants that differ.
+// under it are read twice too (the variant then has more nodes). Shapes:
+// the first assignment from `inputs`' shapes under which the rule
+// type-checks. `refuted` counts the variants that differ.
 std::vector<operand_split> split_shared_operands(const io::listed_rule& r, std::span<const input_decl> inputs,
                                                  const options& o, std::size_t max_variants = 32,
                                                  std::uint64_t* refuted = nullptr);

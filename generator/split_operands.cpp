@@ -36,9 +36,10 @@ const shape* shape_of(value_ref v, const std::vector<std::optional<shape>>& vars
 
 // A node's parameters, concrete: nullopt where one is a parameter variable
 // (the split runs on the enumerated rules, before generalize_params) or an
-// extent the shapes do not have.
-std::optional<spec::op_params> concrete_params(const pattern_node& n, const std::vector<std::optional<shape>>& vars,
-                                               const std::vector<std::vector<shape>>& outs) {
+// extent the shapes do not have. `shape_at(v)`: the shape of value v, or
+// null where it has none yet.
+template <class ShapeAt>
+std::optional<spec::op_params> concrete_params(const pattern_node& n, ShapeAt&& shape_at) {
     const spec::op_decl& d = spec::decl(n.op);
     spec::op_params p{};
     for (int k = 0; k < d.num_params; ++k) {
@@ -48,7 +49,7 @@ std::optional<spec::op_params> concrete_params(const pattern_node& n, const std:
             case param_term::kind::constant: p[k] = t.value; break;
             case param_term::kind::variable: return std::nullopt;
             case param_term::kind::dim_of: {
-                const shape* s = shape_of(t.of, vars, outs);
+                const shape* s = shape_at(t.of);
                 if (!s || t.dim < 0 || t.dim >= s->rank) return std::nullopt;
                 p[k] = static_cast<std::int32_t>((*s)[t.dim]);
                 break;
@@ -63,7 +64,7 @@ std::optional<std::vector<std::vector<shape>>> infer_side(const std::vector<patt
                                                           const std::vector<std::optional<shape>>& vars) {
     std::vector<std::vector<shape>> outs;
     for (const auto& n : nodes) {
-        auto p = concrete_params(n, vars, outs);
+        auto p = concrete_params(n, [&](value_ref v) { return shape_of(v, vars, outs); });
         if (!p) return std::nullopt;
         std::vector<shape> in;
         for (int k = 0; k < n.num_inputs; ++k) {
@@ -126,23 +127,17 @@ bool holds_on_random_inputs(const io::listed_rule& r, const std::vector<shape>& 
     for (int draw = 0; draw < 2; ++draw) {
         std::vector<tensor<float>> vars;
         for (const auto& s : shapes) vars.push_back(random_float(s, rng));
-        auto run = [&](const std::vector<pattern_node>& nodes) -> std::optional<std::vector<std::vector<tensor<float>>>> {
-            std::vector<std::vector<tensor<float>>> outs;
-            std::vector<std::optional<shape>> var_shapes(shapes.begin(), shapes.end());
+        using side_values = std::vector<std::vector<tensor<float>>>;
+        auto value = [&](value_ref v, const side_values& outs) -> const tensor<float>& {
+            return v.is_var ? vars[static_cast<std::size_t>(v.index)] : outs[static_cast<std::size_t>(v.index)][v.output];
+        };
+        auto run = [&](const std::vector<pattern_node>& nodes) -> std::optional<side_values> {
+            side_values outs;
             for (const auto& n : nodes) {
-                std::vector<std::vector<shape>> out_shapes;
-                for (const auto& o2 : outs) {
-                    out_shapes.emplace_back();
-                    for (const auto& t : o2) out_shapes.back().push_back(t.shape);
-                }
-                auto p = concrete_params(n, var_shapes, out_shapes);
+                auto p = concrete_params(n, [&](value_ref v) { return &value(v, outs).shape; });
                 if (!p) return std::nullopt;
                 std::vector<const tensor<float>*> in;
-                for (int k = 0; k < n.num_inputs; ++k) {
-                    value_ref v = n.inputs[static_cast<std::size_t>(k)];
-                    in.push_back(v.is_var ? &vars[static_cast<std::size_t>(v.index)]
-                                          : &outs[static_cast<std::size_t>(v.index)][v.output]);
-                }
+                for (int k = 0; k < n.num_inputs; ++k) in.push_back(&value(n.inputs[static_cast<std::size_t>(k)], outs));
                 try {
                     outs.push_back(spec::evaluate<float>(n.op, *p, in));
                 } catch (const error&) {
@@ -153,9 +148,6 @@ bool holds_on_random_inputs(const io::listed_rule& r, const std::vector<shape>& 
         };
         auto src = run(r.src), dst = run(r.dst);
         if (!src || !dst) return false;
-        auto value = [&](value_ref v, const std::vector<std::vector<tensor<float>>>& outs) -> const tensor<float>& {
-            return v.is_var ? vars[static_cast<std::size_t>(v.index)] : outs[static_cast<std::size_t>(v.index)][v.output];
-        };
         for (std::size_t i = 0; i < r.src_out.size(); ++i) {
             const auto& a = value(r.src_out[i], *src);
             const auto& b = value(r.dst_out[i], *dst);
